@@ -1,0 +1,14 @@
+//! # ask-user-core
+//!
+//! The provider-neutral vocabulary of ask-user: what a question batch, an answer
+//! batch and a failure are, every rule that checks them, the wire frames the host
+//! and the browser exchange, the questionnaire state machine a composer renders,
+//! and the `ask_user_question` tool (schema, description, result text).
+//!
+//! Pure Rust + serde. It compiles for native and `wasm32-unknown-unknown` and must
+//! never depend on leptos, axum, tokio or web-sys: the host and the browser both
+//! build on it, so the rules live here once.
+
+pub mod request;
+
+pub use request::{AskRequest, Question, QuestionOption};

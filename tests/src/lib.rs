@@ -1,0 +1,1 @@
+//! Shared helpers for ask-user's cross-crate tests.
