@@ -2,18 +2,18 @@
 //! page's composer slot.
 
 use ask_user_composer::QuestionView;
-use ask_user_core::{Question, QuestionOption};
+use ask_user_core::AskRequest;
 use leptos::prelude::*;
 
 fn main() {
     console_error_panic_hook::set_once();
-    let question = Question {
-        id: "welcome".into(),
-        question: "Which way should the agent go?".into(),
-        options: Some(vec![
-            QuestionOption { label: "Keep going (Recommended)".into() },
-            QuestionOption { label: "Stop here".into() },
-        ]),
-    };
-    mount_to_body(move || view! { <main class="auq-page"><QuestionView question=question.clone() /></main> });
+    let request = AskRequest::from_json(
+        r#"{"questions":[{"id":"welcome","question":"Which way should the agent go?",
+            "options":[{"label":"Keep going (Recommended)"},{"label":"Stop here"}]}]}"#,
+    )
+    .expect("the welcome request is valid");
+    let question = request.questions[0].clone();
+    mount_to_body(
+        move || view! { <main class="auq-page"><QuestionView question=question.clone() /></main> },
+    );
 }

@@ -9,6 +9,20 @@
 //! never depend on leptos, axum, tokio or web-sys: the host and the browser both
 //! build on it, so the rules live here once.
 
+pub mod answer;
+pub mod error;
+pub mod limits;
+pub mod recommend;
 pub mod request;
+pub mod seam;
+pub mod tool;
+pub mod wire;
 
-pub use request::{AskRequest, Question, QuestionOption};
+pub use answer::{Answer, AnswerBatch};
+pub use error::{ErrorCode, UserInteractionError};
+pub use recommend::{Recommendation, is_recommended, recommendation};
+pub use request::{AskRequest, Intent, IntentKind, Question, QuestionOption};
+pub use seam::{
+    AbortController, AbortSignal, AskContext, DEFAULT_SESSION, ProviderFuture, Registration,
+    UserInteraction, UserInteractionProvider,
+};

@@ -1,6 +1,10 @@
-//! The request: the `ask_user_question` tool's arguments.
+//! The request: the `ask_user_question` tool's arguments, and every rule that
+//! checks it.
 
+use crate::error::{ErrorCode, UserInteractionError};
+use crate::limits::*;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 
 /// The tool's arguments: a batch of questions asked together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,19 +18,247 @@ pub struct AskRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Question {
-    /// Caller-chosen id, echoed in the answer.
+    /// Caller-chosen id, unique in the batch and echoed in the answer.
     pub id: String,
     /// The question itself.
     pub question: String,
+    /// A short chip shown above the question (at most 40 characters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    /// Supporting text rendered with the question; never an option.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
     /// The options; a question without options collects free text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<QuestionOption>>,
+    /// Whether several options may be chosen (requires options).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multi_select: Option<bool>,
+    /// How a UI may present the question; the answer keeps the same shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intent: Option<Intent>,
 }
 
 /// One option of a question.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QuestionOption {
-    /// Displayed text and the value returned when chosen.
+    /// Displayed text and the value returned when chosen. A label ending in
+    /// ` (Recommended)` marks the recommendation (see [`crate::recommend`]).
     pub label: String,
+    /// What choosing it means.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// A presentation hint. Presentation only: the answer keeps the same shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intent {
+    /// Which presentation.
+    pub kind: IntentKind,
+    /// The label of the option that approves (one of the question's own labels).
+    pub approve: String,
+}
+
+/// The presentations a question may ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum IntentKind {
+    /// Review a plan given in the question's `detail`, then approve or decline it.
+    #[serde(rename = "plan-review")]
+    PlanReview,
+}
+
+impl Question {
+    /// The options, empty for a free-text question.
+    pub fn options(&self) -> &[QuestionOption] {
+        self.options.as_deref().unwrap_or_default()
+    }
+
+    /// True when the question offers options to choose from.
+    pub fn has_options(&self) -> bool {
+        !self.options().is_empty()
+    }
+
+    /// True when several options may be chosen.
+    pub fn is_multi_select(&self) -> bool {
+        self.multi_select.unwrap_or(false)
+    }
+
+    /// The option with this exact label.
+    pub fn option(&self, label: &str) -> Option<&QuestionOption> {
+        self.options().iter().find(|o| o.label == label)
+    }
+}
+
+impl AskRequest {
+    /// Parses and validates a request from JSON text.
+    ///
+    /// Errors name the offending field: unknown fields (`recommended`, `value`,
+    /// `allow_custom`, `desc`, …) are rejected with a hint of what to use instead.
+    pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let request: Self = serde_path_to_error::deserialize(&mut de).map_err(parse_error)?;
+        de.end().map_err(|e| {
+            UserInteractionError::bad_request(format!("request is not valid JSON: {e}"))
+        })?;
+        request.validate()?;
+        Ok(request)
+    }
+
+    /// Parses and validates a request from a JSON value (e.g. MCP tool arguments).
+    pub fn from_value(value: serde_json::Value) -> Result<Self, UserInteractionError> {
+        let request: Self = serde_path_to_error::deserialize(value).map_err(parse_error)?;
+        request.validate()?;
+        Ok(request)
+    }
+
+    /// Checks every request rule; the error names the offending item and field.
+    pub fn validate(&self) -> Result<(), UserInteractionError> {
+        if self.questions.is_empty() {
+            return Err(UserInteractionError::empty_questions());
+        }
+        if self.questions.len() > MAX_QUESTIONS {
+            return Err(UserInteractionError::bad_request(format!(
+                "questions: at most {MAX_QUESTIONS} questions per request, got {}",
+                self.questions.len()
+            )));
+        }
+        let mut ids = HashSet::new();
+        for (index, question) in self.questions.iter().enumerate() {
+            question.validate(index)?;
+            if !ids.insert(question.id.as_str()) {
+                return Err(UserInteractionError::bad_request(format!(
+                    "questions[{index}].id: {:?} is used by an earlier question; ids must be unique in a request",
+                    question.id
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The question with this id.
+    pub fn question(&self, id: &str) -> Option<&Question> {
+        self.questions.iter().find(|q| q.id == id)
+    }
+}
+
+impl Question {
+    fn validate(&self, index: usize) -> Result<(), UserInteractionError> {
+        let at = |field: &str| format!("questions[{index}].{field}");
+        required_text(&at("id"), &self.id, MAX_ID_CHARS)?;
+        required_text(&at("question"), &self.question, MAX_QUESTION_CHARS)?;
+        if let Some(header) = &self.header {
+            optional_text(&at("header"), header, MAX_HEADER_CHARS)?;
+        }
+        if let Some(detail) = &self.detail {
+            optional_text(&at("detail"), detail, MAX_DETAIL_CHARS)?;
+        }
+        let options = self.options();
+        if options.len() > MAX_OPTIONS {
+            return Err(UserInteractionError::bad_request(format!(
+                "{}: at most {MAX_OPTIONS} options per question, got {}",
+                at("options"),
+                options.len()
+            )));
+        }
+        let mut labels = HashSet::new();
+        for (o, option) in options.iter().enumerate() {
+            let field = at(&format!("options[{o}]"));
+            required_text(&format!("{field}.label"), &option.label, MAX_LABEL_CHARS)?;
+            if let Some(description) = &option.description {
+                optional_text(
+                    &format!("{field}.description"),
+                    description,
+                    MAX_DESCRIPTION_CHARS,
+                )?;
+            }
+            if !labels.insert(option.label.trim()) {
+                return Err(UserInteractionError::bad_request(format!(
+                    "{field}.label: {:?} repeats an earlier option's label; labels must be unique within a question",
+                    option.label
+                )));
+            }
+        }
+        if self.is_multi_select() && options.is_empty() {
+            return Err(UserInteractionError::bad_request(format!(
+                "{}: multi_select requires options",
+                at("multi_select")
+            )));
+        }
+        if let Some(intent) = &self.intent {
+            let field = at("intent");
+            if !options.iter().any(|o| o.label == intent.approve) {
+                return Err(UserInteractionError::bad_intent(format!(
+                    "{field}.approve: {:?} is not one of this question's option labels",
+                    intent.approve
+                )));
+            }
+            if self.detail.as_deref().is_none_or(|d| d.trim().is_empty()) {
+                return Err(UserInteractionError::bad_intent(format!(
+                    "{field}: a plan-review question needs `detail`: it holds the plan being reviewed"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn required_text(field: &str, value: &str, max: usize) -> Result<(), UserInteractionError> {
+    if value.trim().is_empty() {
+        return Err(UserInteractionError::bad_request(format!(
+            "{field}: must not be empty"
+        )));
+    }
+    optional_text(field, value, max)
+}
+
+fn optional_text(field: &str, value: &str, max: usize) -> Result<(), UserInteractionError> {
+    let chars = value.chars().count();
+    if chars > max {
+        return Err(UserInteractionError::bad_request(format!(
+            "{field}: at most {max} characters, got {chars}"
+        )));
+    }
+    Ok(())
+}
+
+/// Fields that earlier vocabularies had, and what to use instead.
+const REMOVED_FIELD_HINTS: [(&str, &str); 4] = [
+    (
+        "recommended",
+        "to recommend an option, end its label with \" (Recommended)\"",
+    ),
+    (
+        "value",
+        "an option's label is the value returned when it is chosen",
+    ),
+    (
+        "allow_custom",
+        "every question accepts a free-text answer in `custom`; a question without options collects free text only",
+    ),
+    ("desc", "use `description`"),
+];
+
+fn parse_error<E: std::fmt::Display>(error: serde_path_to_error::Error<E>) -> UserInteractionError {
+    let path = error.path().to_string();
+    let inner = error.inner().to_string();
+    let code = if path.contains("intent") {
+        ErrorCode::BadIntent
+    } else {
+        ErrorCode::BadRequest
+    };
+    let mut message = if path == "." || path.is_empty() {
+        format!("request: {inner}")
+    } else {
+        format!("{path}: {inner}")
+    };
+    for (field, hint) in REMOVED_FIELD_HINTS {
+        if inner.starts_with(&format!("unknown field `{field}`")) {
+            message.push_str(" (");
+            message.push_str(hint);
+            message.push(')');
+        }
+    }
+    UserInteractionError::new(code, message)
 }

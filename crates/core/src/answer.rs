@@ -1,0 +1,175 @@
+//! The answer batch, its validation against the request, and normalisation.
+
+use crate::error::UserInteractionError;
+use crate::limits::MAX_CUSTOM_CHARS;
+use crate::request::{AskRequest, Question};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+/// What the person answered: one entry per question, in question order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerBatch {
+    /// The answers.
+    pub answers: Vec<Answer>,
+}
+
+/// The answer to one question.
+///
+/// `selected` always holds option labels (single- and multi-select share the
+/// shape). `custom` is free text: on a single-select question it overrides the
+/// choice (and `selected` is empty); on a multi-select question it supplements
+/// `selected`; an optionless question answers with `custom` only. A deliberately
+/// skipped item is `{"id", "selected": []}` with no `custom`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    /// The question's id.
+    pub id: String,
+    /// The chosen option labels.
+    #[serde(default)]
+    pub selected: Vec<String>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<String>,
+}
+
+impl Answer {
+    /// A deliberately skipped item.
+    pub fn skipped(id: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            selected: Vec::new(),
+            custom: None,
+        }
+    }
+
+    /// True when nothing was chosen and nothing typed.
+    pub fn is_skipped(&self) -> bool {
+        self.selected.is_empty() && self.custom.as_deref().is_none_or(|c| c.trim().is_empty())
+    }
+}
+
+impl AnswerBatch {
+    /// Parses an answer batch from JSON text (shape only; see [`AnswerBatch::normalize`]).
+    pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let batch: Self = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            UserInteractionError::bad_answer(format!("{path}: {}", e.inner()))
+        })?;
+        de.end().map_err(|e| {
+            UserInteractionError::bad_answer(format!("answer is not valid JSON: {e}"))
+        })?;
+        Ok(batch)
+    }
+
+    /// The answer to the question with this id.
+    pub fn answer(&self, id: &str) -> Option<&Answer> {
+        self.answers.iter().find(|a| a.id == id)
+    }
+
+    /// Checks this batch against its request, then returns it normalised:
+    /// in question order, `custom` trimmed (empty means absent), and on a
+    /// single-select question a `custom` answer clears `selected`.
+    ///
+    /// Rules: exactly one answer per question id, no unknown or repeated ids;
+    /// every selected label is one of that question's options, with no repeats;
+    /// at most one on single-select; none on an optionless question; `custom`
+    /// at most 8,000 characters. Normalising a normalised batch changes nothing.
+    pub fn normalize(mut self, request: &AskRequest) -> Result<Self, UserInteractionError> {
+        let questions: HashMap<&str, (usize, &Question)> = request
+            .questions
+            .iter()
+            .enumerate()
+            .map(|(i, q)| (q.id.as_str(), (i, q)))
+            .collect();
+        let mut seen = HashSet::new();
+        for (index, answer) in self.answers.iter_mut().enumerate() {
+            let Some((_, question)) = questions.get(answer.id.as_str()) else {
+                return Err(UserInteractionError::bad_answer(format!(
+                    "answers[{index}].id: {:?} is not a question of this request",
+                    answer.id
+                )));
+            };
+            if !seen.insert(answer.id.clone()) {
+                return Err(UserInteractionError::bad_answer(format!(
+                    "answers[{index}].id: {:?} is answered more than once",
+                    answer.id
+                )));
+            }
+            normalize_answer(index, question, answer)?;
+        }
+        if let Some(missing) = request
+            .questions
+            .iter()
+            .find(|q| !seen.contains(q.id.as_str()))
+        {
+            return Err(UserInteractionError::bad_answer(format!(
+                "answers: question {:?} has no answer (send {{\"id\": {:?}, \"selected\": []}} to skip it)",
+                missing.id, missing.id
+            )));
+        }
+        self.answers.sort_by_key(|a| questions[a.id.as_str()].0);
+        Ok(self)
+    }
+
+    /// True when this batch is already what [`AnswerBatch::normalize`] returns.
+    pub fn validate(&self, request: &AskRequest) -> Result<(), UserInteractionError> {
+        let normalized = self.clone().normalize(request)?;
+        if &normalized != self {
+            return Err(UserInteractionError::bad_answer(
+                "answers: the batch is valid but not normalised (question order, trimmed custom, single-select custom clears selected)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn normalize_answer(
+    index: usize,
+    question: &Question,
+    answer: &mut Answer,
+) -> Result<(), UserInteractionError> {
+    let at = format!("answers[{index}] (question {:?})", question.id);
+    if let Some(custom) = answer.custom.take() {
+        let trimmed = custom.trim();
+        let chars = trimmed.chars().count();
+        if chars > MAX_CUSTOM_CHARS {
+            return Err(UserInteractionError::bad_answer(format!(
+                "{at}.custom: at most {MAX_CUSTOM_CHARS} characters, got {chars}"
+            )));
+        }
+        if !trimmed.is_empty() {
+            answer.custom = Some(trimmed.to_owned());
+        }
+    }
+    if !question.has_options() && !answer.selected.is_empty() {
+        return Err(UserInteractionError::bad_answer(format!(
+            "{at}.selected: the question has no options; answer it with `custom`"
+        )));
+    }
+    let mut chosen = HashSet::new();
+    for label in &answer.selected {
+        if question.option(label).is_none() {
+            return Err(UserInteractionError::bad_answer(format!(
+                "{at}.selected: {label:?} is not one of the question's options"
+            )));
+        }
+        if !chosen.insert(label.as_str()) {
+            return Err(UserInteractionError::bad_answer(format!(
+                "{at}.selected: {label:?} is selected more than once"
+            )));
+        }
+    }
+    if !question.is_multi_select() && answer.selected.len() > 1 {
+        return Err(UserInteractionError::bad_answer(format!(
+            "{at}.selected: the question is single-select; got {} labels",
+            answer.selected.len()
+        )));
+    }
+    if !question.is_multi_select() && answer.custom.is_some() {
+        answer.selected.clear();
+    }
+    Ok(())
+}

@@ -1,0 +1,226 @@
+//! The one error type of ask-user, with machine-routable codes.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The machine-routable part of a [`UserInteractionError`].
+///
+/// A caller routes on the code, never on the message: `AskCancelled` (the person
+/// closed the question) is distinct from every other failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    /// The request held no question.
+    EmptyQuestions,
+    /// A question's presentation `intent` is malformed or does not fit the question.
+    BadIntent,
+    /// Any other request rule was broken.
+    BadRequest,
+    /// An answer batch does not fit its request.
+    BadAnswer,
+    /// No user-interaction provider is registered.
+    NoProvider,
+    /// A second provider was registered while one is active.
+    DuplicateProvider,
+    /// The asking side gave up, or the provider was disposed.
+    AskAborted,
+    /// The person closed the question.
+    AskCancelled,
+    /// Nobody answered in time.
+    AskTimeout,
+    /// The provider could not present the question.
+    AskFailed,
+    /// The question is no longer pending (answered, cancelled, aborted or unknown).
+    NotPending,
+}
+
+impl ErrorCode {
+    /// Every code, in declaration order.
+    pub const ALL: [ErrorCode; 11] = [
+        ErrorCode::EmptyQuestions,
+        ErrorCode::BadIntent,
+        ErrorCode::BadRequest,
+        ErrorCode::BadAnswer,
+        ErrorCode::NoProvider,
+        ErrorCode::DuplicateProvider,
+        ErrorCode::AskAborted,
+        ErrorCode::AskCancelled,
+        ErrorCode::AskTimeout,
+        ErrorCode::AskFailed,
+        ErrorCode::NotPending,
+    ];
+
+    /// The code as it appears on the wire, e.g. `"ASK_CANCELLED"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::EmptyQuestions => "EMPTY_QUESTIONS",
+            ErrorCode::BadIntent => "BAD_INTENT",
+            ErrorCode::BadRequest => "BAD_REQUEST",
+            ErrorCode::BadAnswer => "BAD_ANSWER",
+            ErrorCode::NoProvider => "NO_PROVIDER",
+            ErrorCode::DuplicateProvider => "DUPLICATE_PROVIDER",
+            ErrorCode::AskAborted => "ASK_ABORTED",
+            ErrorCode::AskCancelled => "ASK_CANCELLED",
+            ErrorCode::AskTimeout => "ASK_TIMEOUT",
+            ErrorCode::AskFailed => "ASK_FAILED",
+            ErrorCode::NotPending => "NOT_PENDING",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The one error of ask-user: a machine code and a human message.
+///
+/// Serialised as `{"name": "UserInteractionError", "code": "...", "message": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} ({code})")]
+pub struct UserInteractionError {
+    /// What went wrong, for programs.
+    pub code: ErrorCode,
+    /// What went wrong, for people; names the offending field or item.
+    pub message: String,
+}
+
+/// The `name` every serialised [`UserInteractionError`] carries.
+pub const ERROR_NAME: &str = "UserInteractionError";
+
+impl UserInteractionError {
+    /// An error with this code and message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// `EMPTY_QUESTIONS` with the standard message.
+    pub fn empty_questions() -> Self {
+        Self::new(
+            ErrorCode::EmptyQuestions,
+            "ask_user_question requires at least one question",
+        )
+    }
+
+    /// `BAD_REQUEST` naming what was wrong.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+
+    /// `BAD_INTENT` naming what was wrong.
+    pub fn bad_intent(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadIntent, message)
+    }
+
+    /// `BAD_ANSWER` naming what was wrong.
+    pub fn bad_answer(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadAnswer, message)
+    }
+
+    /// `NO_PROVIDER` with the standard message.
+    pub fn no_provider() -> Self {
+        Self::new(
+            ErrorCode::NoProvider,
+            "no user-interaction provider is registered",
+        )
+    }
+
+    /// `DUPLICATE_PROVIDER` with the standard message.
+    pub fn duplicate_provider() -> Self {
+        Self::new(
+            ErrorCode::DuplicateProvider,
+            "a user-interaction provider is already registered",
+        )
+    }
+
+    /// `ASK_ABORTED` with the standard message.
+    pub fn aborted() -> Self {
+        Self::new(
+            ErrorCode::AskAborted,
+            "ask_user_question was aborted before the user answered",
+        )
+    }
+
+    /// `ASK_ABORTED` because the provider went away while the question was open.
+    pub fn provider_disposed() -> Self {
+        Self::new(
+            ErrorCode::AskAborted,
+            "ask_user_question was aborted because the provider was disposed",
+        )
+    }
+
+    /// `ASK_CANCELLED` with the standard message.
+    pub fn cancelled() -> Self {
+        Self::new(
+            ErrorCode::AskCancelled,
+            "the user cancelled ask_user_question",
+        )
+    }
+
+    /// `ASK_TIMEOUT` with the standard message.
+    pub fn timeout() -> Self {
+        Self::new(
+            ErrorCode::AskTimeout,
+            "ask_user_question timed out before the user answered",
+        )
+    }
+
+    /// `ASK_FAILED` naming why the provider could not present the question.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::AskFailed, message)
+    }
+
+    /// `NOT_PENDING` naming why.
+    pub fn not_pending(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotPending, message)
+    }
+
+    /// True when the person closed the question (as opposed to any other failure).
+    pub fn is_cancelled(&self) -> bool {
+        self.code == ErrorCode::AskCancelled
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorWire<'a> {
+    name: &'a str,
+    code: ErrorCode,
+    message: &'a str,
+}
+
+impl Serialize for UserInteractionError {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ErrorWire {
+            name: ERROR_NAME,
+            code: self.code,
+            message: &self.message,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for UserInteractionError {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Owned {
+            name: String,
+            code: ErrorCode,
+            message: String,
+        }
+        let wire = Owned::deserialize(deserializer)?;
+        if wire.name != ERROR_NAME {
+            return Err(serde::de::Error::custom(format_args!(
+                "expected name {ERROR_NAME:?}, got {:?}",
+                wire.name
+            )));
+        }
+        Ok(Self {
+            code: wire.code,
+            message: wire.message,
+        })
+    }
+}

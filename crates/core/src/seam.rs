@@ -1,0 +1,286 @@
+//! The seam: a [`UserInteraction`] service that connects a tool call to whichever
+//! UI provider is registered.
+//!
+//! Core validates the request before any provider sees it, fails with
+//! `NO_PROVIDER` when none is registered (no silent fallback), races the
+//! provider against the caller's abort signal and the provider's disposal, and
+//! validates and normalises the provider's answer before returning it.
+//! It is runtime-neutral: no tokio, so a browser-side provider can implement
+//! [`UserInteractionProvider`] too.
+
+use crate::answer::AnswerBatch;
+use crate::error::UserInteractionError;
+use crate::request::AskRequest;
+use futures_util::future::{Either, select};
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// The session an ask belongs to when the caller names none.
+pub const DEFAULT_SESSION: &str = "default";
+
+/// `Send` on native targets; nothing on wasm32, where futures are single-threaded.
+#[cfg(not(target_arch = "wasm32"))]
+pub trait MaybeSend: Send + Sync {}
+#[cfg(not(target_arch = "wasm32"))]
+impl<T: Send + Sync + ?Sized> MaybeSend for T {}
+/// `Send` on native targets; nothing on wasm32, where futures are single-threaded.
+#[cfg(target_arch = "wasm32")]
+pub trait MaybeSend {}
+#[cfg(target_arch = "wasm32")]
+impl<T: ?Sized> MaybeSend for T {}
+
+/// The future a provider returns.
+#[cfg(not(target_arch = "wasm32"))]
+pub type ProviderFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<AnswerBatch, UserInteractionError>> + Send + 'a>>;
+/// The future a provider returns.
+#[cfg(target_arch = "wasm32")]
+pub type ProviderFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<AnswerBatch, UserInteractionError>> + 'a>>;
+
+/// Presents questions to a person and collects the answer: a web page, a
+/// terminal overlay, a test double.
+pub trait UserInteractionProvider: MaybeSend {
+    /// Presents `request` (already validated) and resolves with the person's
+    /// answer, or an error: `ASK_CANCELLED` when the person closed it,
+    /// `ASK_FAILED` when it could not be presented. The future is dropped when
+    /// `context.abort` fires; the provider may also watch the signal to clean up.
+    fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_>;
+}
+
+/// Who asks and how the asker gives up.
+#[derive(Debug, Clone)]
+pub struct AskContext {
+    /// The conversation the question belongs to.
+    pub session: String,
+    /// Fires when the asking side gives up.
+    pub abort: AbortSignal,
+}
+
+impl AskContext {
+    /// A context in the default session.
+    pub fn new(abort: AbortSignal) -> Self {
+        Self {
+            session: DEFAULT_SESSION.to_owned(),
+            abort,
+        }
+    }
+
+    /// The same context in another session.
+    pub fn in_session(mut self, session: impl Into<String>) -> Self {
+        self.session = session.into();
+        self
+    }
+}
+
+#[derive(Debug, Default)]
+struct AbortState {
+    aborted: AtomicBool,
+    event: event_listener::Event,
+}
+
+/// The owner's side of an abort: [`AbortController::abort`] fires every
+/// [`AbortSignal`] made from it.
+#[derive(Debug, Clone, Default)]
+pub struct AbortController {
+    state: Arc<AbortState>,
+}
+
+/// A cloneable, runtime-neutral abort signal.
+#[derive(Debug, Clone, Default)]
+pub struct AbortSignal {
+    state: Arc<AbortState>,
+}
+
+impl AbortController {
+    /// A controller that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A signal that fires when this controller aborts.
+    pub fn signal(&self) -> AbortSignal {
+        AbortSignal {
+            state: self.state.clone(),
+        }
+    }
+
+    /// Fires the signal (idempotent).
+    pub fn abort(&self) {
+        if !self.state.aborted.swap(true, Ordering::SeqCst) {
+            self.state.event.notify(usize::MAX);
+        }
+    }
+}
+
+impl AbortSignal {
+    /// A signal that never fires.
+    pub fn never() -> Self {
+        Self::default()
+    }
+
+    /// Whether the signal has fired.
+    pub fn is_aborted(&self) -> bool {
+        self.state.aborted.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once the signal fires (at once if it already has).
+    pub async fn aborted(&self) {
+        loop {
+            if self.is_aborted() {
+                return;
+            }
+            let listener = self.state.event.listen();
+            // Checked again after listening so a concurrent abort is not missed.
+            if self.is_aborted() {
+                return;
+            }
+            listener.await;
+        }
+    }
+}
+
+struct ActiveProvider {
+    id: u64,
+    provider: Arc<dyn UserInteractionProvider>,
+    disposed: AbortController,
+}
+
+#[derive(Default)]
+struct Slot {
+    active: Mutex<Option<ActiveProvider>>,
+    next_id: AtomicU64,
+}
+
+/// The service a tool calls to ask a person: at most one provider at a time.
+#[derive(Clone, Default)]
+pub struct UserInteraction {
+    slot: Arc<Slot>,
+}
+
+impl std::fmt::Debug for UserInteraction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserInteraction")
+            .field("has_provider", &self.has_provider())
+            .finish()
+    }
+}
+
+/// Keeps a provider registered; dropping it (or [`Registration::dispose`])
+/// unregisters the provider and aborts the asks it still holds.
+#[must_use = "dropping the registration unregisters the provider"]
+pub struct Registration {
+    slot: Weak<Slot>,
+    id: u64,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Registration {
+    /// Unregisters the provider now; its open asks fail with `ASK_ABORTED`.
+    pub fn dispose(self) {}
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let Some(slot) = self.slot.upgrade() else {
+            return;
+        };
+        let removed = {
+            let mut active = slot.active.lock().unwrap_or_else(|e| e.into_inner());
+            match active.as_ref() {
+                Some(current) if current.id == self.id => active.take(),
+                _ => None,
+            }
+        };
+        if let Some(removed) = removed {
+            removed.disposed.abort();
+        }
+    }
+}
+
+impl UserInteraction {
+    /// A service with no provider.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers the provider. A second active provider is `DUPLICATE_PROVIDER`.
+    pub fn register_provider(
+        &self,
+        provider: Arc<dyn UserInteractionProvider>,
+    ) -> Result<Registration, UserInteractionError> {
+        let mut active = self.slot.active.lock().unwrap_or_else(|e| e.into_inner());
+        if active.is_some() {
+            return Err(UserInteractionError::duplicate_provider());
+        }
+        let id = self.slot.next_id.fetch_add(1, Ordering::Relaxed);
+        *active = Some(ActiveProvider {
+            id,
+            provider,
+            disposed: AbortController::new(),
+        });
+        Ok(Registration {
+            slot: Arc::downgrade(&self.slot),
+            id,
+        })
+    }
+
+    /// Whether a provider is registered.
+    pub fn has_provider(&self) -> bool {
+        self.slot
+            .active
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Asks in the default session. See [`UserInteraction::ask_with`].
+    pub async fn ask(
+        &self,
+        request: AskRequest,
+        abort: AbortSignal,
+    ) -> Result<AnswerBatch, UserInteractionError> {
+        self.ask_with(request, AskContext::new(abort)).await
+    }
+
+    /// Validates `request`, hands it to the registered provider and returns the
+    /// validated, normalised answer. Fails with the request's validation error
+    /// (the provider never sees it), `ASK_ABORTED` when `context.abort` fires
+    /// (also before a provider is asked) or the provider is disposed meanwhile,
+    /// `NO_PROVIDER` when none is registered, or the provider's own error.
+    pub async fn ask_with(
+        &self,
+        request: AskRequest,
+        context: AskContext,
+    ) -> Result<AnswerBatch, UserInteractionError> {
+        request.validate()?;
+        if context.abort.is_aborted() {
+            return Err(UserInteractionError::aborted());
+        }
+        let (provider, disposed) = {
+            let active = self.slot.active.lock().unwrap_or_else(|e| e.into_inner());
+            let active = active
+                .as_ref()
+                .ok_or_else(UserInteractionError::no_provider)?;
+            (active.provider.clone(), active.disposed.signal())
+        };
+        let abort = context.abort.clone();
+        let answer = provider.ask(request.clone(), context);
+        let gave_up = pin!(abort.aborted());
+        let went_away = pin!(disposed.aborted());
+        match select(answer, select(gave_up, went_away)).await {
+            Either::Left((answer, _)) => answer?.normalize(&request),
+            Either::Right((Either::Left(_), _)) => Err(UserInteractionError::aborted()),
+            Either::Right((Either::Right(_), _)) => Err(UserInteractionError::provider_disposed()),
+        }
+    }
+}
