@@ -12,6 +12,7 @@
 pub mod answer;
 pub mod error;
 pub mod limits;
+pub mod questionnaire;
 pub mod recommend;
 pub mod request;
 pub mod seam;

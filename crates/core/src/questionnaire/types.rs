@@ -1,0 +1,381 @@
+//! The data of the questionnaire: state, actions, effects.
+
+use crate::answer::AnswerBatch;
+use crate::request::AskRequest;
+use crate::wire::{Outcome, SessionEvent};
+use serde::{Deserialize, Serialize};
+
+/// Most requests kept at once; further `question/requested` frames are ignored
+/// until some resolve (the host bounds pending questions far below this).
+pub const MAX_PENDING_REQUESTS: usize = 256;
+
+/// The whole session as the composer sees it: every pending request, oldest
+/// first, plus the keyboard-composition flags and the last notice.
+///
+/// Change it only through [`apply`](super::apply); read it through the view
+/// helpers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Questionnaire {
+    /// Pending requests, oldest first (`created_at_ms`, then arrival order).
+    pub(crate) requests: Vec<PendingRequest>,
+    /// Arrival counter: the tie-break for equal `created_at_ms`.
+    pub(crate) arrivals: u64,
+    /// IME composition facts.
+    pub(crate) ime: Ime,
+    /// Something the person should be told that outlives its request.
+    pub(crate) notice: Option<Notice>,
+}
+
+/// IME composition facts, kept so the component only forwards raw events.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ime {
+    /// Between `compositionstart` and `compositionend`.
+    pub composing: bool,
+    /// `compositionend` happened and no keydown, tick or blur has followed yet.
+    pub just_ended: bool,
+}
+
+/// One pending request (one `ask_user_question` call) and everything typed into it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRequest {
+    /// The host's id of the ask (the `question/requested` frame's `id`).
+    pub id: String,
+    /// What is asked.
+    pub request: AskRequest,
+    /// When the host registered it (Unix milliseconds).
+    pub created_at_ms: u64,
+    /// Arrival order in this tab (tie-break for equal `created_at_ms`).
+    pub arrival: u64,
+    /// How it is presented.
+    pub mode: Mode,
+    /// What has been chosen and typed, per item; serialisable.
+    pub drafts: Drafts,
+    /// Index of the focused option of the current item, if any.
+    pub option_focus: Option<usize>,
+    /// Editing, sending, sent or failed.
+    pub status: Status,
+    /// Folded to its header strip (never a cancel).
+    pub collapsed: bool,
+    /// True once the person (or a restore) changed something; a restore only
+    /// applies to an untouched request.
+    pub touched: bool,
+}
+
+/// How a request is presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One item at a time with progress, options, "Other" text, Skip, Back/Next.
+    Generic,
+    /// A review panel: exactly one single-select question with
+    /// `intent: plan-review`, a non-empty `detail` (the plan) and an `approve`
+    /// that names one of its options.
+    PlanReview {
+        /// Index of the approving option.
+        approve: usize,
+        /// Index of the declining option: the first option that is not `approve`.
+        decline: Option<usize>,
+    },
+}
+
+/// Everything typed and chosen in one request. Saved in sessionStorage under the
+/// request's id ([`Effect::PersistDrafts`]) and given back on reload
+/// ([`Action::DraftsRestored`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drafts {
+    /// One entry per question, in question order.
+    pub items: Vec<ItemDraft>,
+    /// The item shown (0-based).
+    #[serde(default)]
+    pub current: usize,
+}
+
+/// What was chosen and typed for one question.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemDraft {
+    /// The question's id.
+    pub id: String,
+    /// Chosen option labels, in option order (at most one on single-select).
+    #[serde(default)]
+    pub selected: Vec<String>,
+    /// Free text ("Your answer" on an optionless item, "Other" otherwise), untrimmed.
+    #[serde(default)]
+    pub text: String,
+    /// Deliberately skipped (answered as `{id, selected: []}`).
+    #[serde(default)]
+    pub skipped: bool,
+}
+
+/// Where an item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ItemState {
+    /// Nothing chosen, nothing typed, not skipped.
+    Unanswered,
+    /// Something chosen or typed.
+    Answered,
+    /// Deliberately skipped.
+    Skipped,
+}
+
+/// What a request is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// The person can edit it.
+    Editing,
+    /// A POST is in flight.
+    Sending(SendKind),
+    /// The host accepted the POST; waiting for `question/resolved` to remove it.
+    Sent(SendKind),
+    /// The last POST (or the local check before it) failed; still editable,
+    /// everything typed is kept.
+    Failed {
+        /// What was being sent.
+        kind: SendKind,
+        /// Why.
+        failure: Failure,
+    },
+}
+
+/// Which POST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SendKind {
+    /// The answer batch.
+    Answer,
+    /// The cancellation of the whole request.
+    Cancel,
+}
+
+/// Why a POST failed, as reported by the transport.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// HTTP status; `None` when no response arrived (network error) or the
+    /// failure was found before sending.
+    pub status: Option<u16>,
+    /// The error body's `code` (e.g. `"BAD_ANSWER"`), when there was one.
+    pub code: Option<String>,
+    /// A readable message (the error body's `message`, or the transport's).
+    pub message: String,
+}
+
+/// Something to tell the person that outlives the request it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A request this tab was showing went away without this tab resolving it.
+    ResolvedElsewhere {
+        /// The request's id.
+        question_id: String,
+        /// How it ended, when a `question/resolved` frame said so; `None` when a
+        /// POST came back `409 NOT_PENDING` or `session/synced` dropped it.
+        outcome: Option<Outcome>,
+    },
+}
+
+/// Something that happened. Feed it to [`apply`](super::apply).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A frame from the session's event stream.
+    FrameReceived(SessionEvent),
+    /// An option of the current item was clicked (or picked by a number key).
+    /// Single-select: records it and moves to the next item. Multi-select: toggles.
+    OptionChosen {
+        /// 0-based option index.
+        index: usize,
+    },
+    /// A checkbox of the current multi-select item was toggled (on single-select
+    /// it chooses, like [`Action::OptionChosen`]).
+    OptionToggled {
+        /// 0-based option index.
+        index: usize,
+    },
+    /// Focus landed on an option (click, Tab); arrows move from here.
+    OptionFocused {
+        /// 0-based option index.
+        index: usize,
+    },
+    /// The current item's free-text box changed (its whole new value).
+    DraftEdited {
+        /// The text as typed, untrimmed.
+        text: String,
+    },
+    /// A keydown inside the slot, with the raw facts. Forward every keydown,
+    /// not only the ones that matter: the one after `compositionend` is consumed.
+    Key(KeyInput),
+    /// `compositionstart` in the text box.
+    CompositionStart,
+    /// `compositionend` in the text box.
+    CompositionEnd,
+    /// The next macrotask after [`Effect::ScheduleTick`].
+    Tick,
+    /// The text box lost focus.
+    Blur,
+    /// The footer's "Skip": skip only the current item.
+    Skip,
+    /// "Back": the previous item.
+    Back,
+    /// "Next": the next item.
+    Next,
+    /// Go to an item (e.g. a click on a progress dot).
+    GoTo {
+        /// 0-based item index.
+        index: usize,
+    },
+    /// "Submit": post the answer batch if every item is answered or skipped.
+    Submit,
+    /// "Cancel questions": cancel the whole request.
+    Close,
+    /// Plan review: the approve button (chooses the approve option and submits).
+    Approve,
+    /// Plan review: the decline button (chooses the other option and submits).
+    Decline,
+    /// Plan review: "Chat about it" (cancels, so the normal composer returns).
+    ChatAboutIt,
+    /// The answer or cancel POST for this request succeeded.
+    SubmitSucceeded {
+        /// The request's id.
+        question_id: String,
+    },
+    /// The answer or cancel POST for this request failed.
+    SubmitFailed {
+        /// The request's id.
+        question_id: String,
+        /// HTTP status; `None` for a network error.
+        status: Option<u16>,
+        /// The error body's `code`, when there was one.
+        code: Option<String>,
+        /// A readable message.
+        message: String,
+    },
+    /// Fold the active request to its header strip.
+    Collapse,
+    /// Unfold the active request.
+    Expand,
+    /// Drafts read back from sessionStorage (after [`Effect::LoadDrafts`]).
+    /// Applied only to an untouched request; labels and ids that do not fit the
+    /// request are dropped.
+    DraftsRestored {
+        /// The request's id.
+        question_id: String,
+        /// What was saved.
+        drafts: Drafts,
+    },
+    /// The person dismissed the [`Notice`].
+    DismissNotice,
+}
+
+/// A keydown, as raw facts. Build it with [`KeyInput::from_dom`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyInput {
+    /// Which key.
+    pub key: Key,
+    /// `event.shiftKey`.
+    pub shift: bool,
+    /// `event.isComposing`.
+    pub is_composing: bool,
+    /// `event.keyCode` (229 while an IME handles the key).
+    pub key_code: u32,
+    /// Focus is in the free-text box (digits, Space and arrows then type/move
+    /// the caret instead of acting on options).
+    pub in_text_box: bool,
+}
+
+/// The keys the questionnaire acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// `Enter`.
+    Enter,
+    /// A digit key `1`–`9` (the value; `0` is [`Key::Other`]).
+    Digit(u8),
+    /// `ArrowUp` (and `ArrowLeft`).
+    ArrowUp,
+    /// `ArrowDown` (and `ArrowRight`).
+    ArrowDown,
+    /// The space bar.
+    Space,
+    /// Any other key.
+    Other,
+}
+
+/// Something to do. The component performs these in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// POST the answer: `batch` is already normalised and valid for its request.
+    PostAnswer {
+        /// The request's id.
+        question_id: String,
+        /// The answers.
+        batch: AnswerBatch,
+    },
+    /// POST the cancellation of the whole request (the agent gets `ASK_CANCELLED`).
+    PostCancel {
+        /// The request's id.
+        question_id: String,
+    },
+    /// Move DOM focus.
+    Focus(FocusTarget),
+    /// Say this in the live region.
+    Announce(Announcement),
+    /// Save these drafts in sessionStorage under the request's id.
+    PersistDrafts {
+        /// The request's id.
+        question_id: String,
+        /// What to save.
+        drafts: Drafts,
+    },
+    /// Remove the request's drafts from sessionStorage.
+    ClearDrafts {
+        /// The request's id.
+        question_id: String,
+    },
+    /// Read the request's drafts from sessionStorage; if found, dispatch
+    /// [`Action::DraftsRestored`].
+    LoadDrafts {
+        /// The request's id.
+        question_id: String,
+    },
+    /// The keydown was handled: call `event.preventDefault()`.
+    PreventDefault,
+    /// Dispatch [`Action::Tick`] on the next macrotask (`setTimeout(0)`).
+    ScheduleTick,
+}
+
+/// Where focus should go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FocusTarget {
+    /// An option of the current item (0-based). An item with options opens with
+    /// focus on `Option(0)`, never on the recommended option by preference.
+    Option(usize),
+    /// The free-text box of the current item.
+    TextBox,
+    /// The slot itself (e.g. the plan-review panel), not any control in it.
+    Slot,
+    /// The normal composer's message box: the slot closed.
+    MessageBox,
+}
+
+/// What the live region says. The component turns it into localised text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Announcement {
+    /// A new request arrived (`waiting` others are pending besides it).
+    NewQuestion {
+        /// The request's id.
+        question_id: String,
+        /// The first question's text, as sent.
+        question: String,
+        /// How many requests are now pending in total.
+        pending: usize,
+    },
+    /// Enter/Submit with items still open: `unanswered` items need an answer or Skip.
+    Incomplete {
+        /// How many items are neither answered nor skipped.
+        unanswered: usize,
+    },
+    /// A POST failed; the message is readable and everything typed is kept.
+    SendFailed {
+        /// Why.
+        message: String,
+    },
+    /// The request was resolved elsewhere (another tab, the agent, a timeout).
+    ResolvedElsewhere {
+        /// How it ended, if known.
+        outcome: Option<Outcome>,
+    },
+}
