@@ -1,9 +1,10 @@
 //! The answer batch, its validation against the request, and normalisation.
 
-use crate::error::UserInteractionError;
+use crate::error::{ErrorCode, UserInteractionError};
 use crate::limits::MAX_CUSTOM_CHARS;
-use crate::request::{AskRequest, Question};
+use crate::request::{AskRequest, Question, expect_object};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
 /// What the person answered: one entry per question, in question order.
@@ -53,15 +54,27 @@ impl Answer {
 impl AnswerBatch {
     /// Parses an answer batch from JSON text (shape only; see [`AnswerBatch::normalize`]).
     pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let batch: Self = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            UserInteractionError::bad_answer(format!("answer batch is not valid JSON: {e}"))
+        })?;
+        Self::from_value(value)
+    }
+
+    /// Parses an answer batch from a JSON value (shape only; see
+    /// [`AnswerBatch::normalize`]). Errors are `BAD_ANSWER` naming the field.
+    pub fn from_value(value: Value) -> Result<Self, UserInteractionError> {
+        // Objects only: serde would also read `["id", ["label"]]` as an answer.
+        let root = expect_object(&value, "answer batch", ErrorCode::BadAnswer)?;
+        if let Some(Value::Array(answers)) = root.get("answers") {
+            for (index, answer) in answers.iter().enumerate() {
+                expect_object(answer, &format!("answers[{index}]"), ErrorCode::BadAnswer)?;
+            }
+        }
+        serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
+            let path = if path == "." { "answer batch" } else { &path };
             UserInteractionError::bad_answer(format!("{path}: {}", e.inner()))
-        })?;
-        de.end().map_err(|e| {
-            UserInteractionError::bad_answer(format!("answer is not valid JSON: {e}"))
-        })?;
-        Ok(batch)
+        })
     }
 
     /// The answer to the question with this id.

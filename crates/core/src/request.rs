@@ -4,6 +4,8 @@
 use crate::error::{ErrorCode, UserInteractionError};
 use crate::limits::*;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_path_to_error::Segment;
 use std::collections::HashSet;
 
 /// The tool's arguments: a batch of questions asked together.
@@ -97,17 +99,15 @@ impl AskRequest {
     /// Errors name the offending field: unknown fields (`recommended`, `value`,
     /// `allow_custom`, `desc`, …) are rejected with a hint of what to use instead.
     pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let request: Self = serde_path_to_error::deserialize(&mut de).map_err(parse_error)?;
-        de.end().map_err(|e| {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             UserInteractionError::bad_request(format!("request is not valid JSON: {e}"))
         })?;
-        request.validate()?;
-        Ok(request)
+        Self::from_value(value)
     }
 
     /// Parses and validates a request from a JSON value (e.g. MCP tool arguments).
     pub fn from_value(value: serde_json::Value) -> Result<Self, UserInteractionError> {
+        check_request_shape(&value)?;
         let request: Self = serde_path_to_error::deserialize(value).map_err(parse_error)?;
         request.validate()?;
         Ok(request)
@@ -243,7 +243,18 @@ const REMOVED_FIELD_HINTS: [(&str, &str); 4] = [
 fn parse_error<E: std::fmt::Display>(error: serde_path_to_error::Error<E>) -> UserInteractionError {
     let path = error.path().to_string();
     let inner = error.inner().to_string();
-    let code = if path.contains("intent") {
+    // Only errors inside a question's `intent` object are BAD_INTENT, not an
+    // unknown sibling field whose name merely contains "intent".
+    let in_intent = error
+        .path()
+        .iter()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|pair| {
+            matches!(pair[0], Segment::Seq { .. })
+                && matches!(pair[1], Segment::Map { key } if key == "intent")
+        });
+    let code = if in_intent {
         ErrorCode::BadIntent
     } else {
         ErrorCode::BadRequest
@@ -261,4 +272,56 @@ fn parse_error<E: std::fmt::Display>(error: serde_path_to_error::Error<E>) -> Us
         }
     }
     UserInteractionError::new(code, message)
+}
+
+/// serde's derived structs also accept a JSON array of field values
+/// (`[["id", "question"]]`); the vocabulary is objects only, so reject that
+/// before deserialising, naming the offending item.
+fn check_request_shape(value: &Value) -> Result<(), UserInteractionError> {
+    let root = expect_object(value, "request", ErrorCode::BadRequest)?;
+    let Some(Value::Array(questions)) = root.get("questions") else {
+        return Ok(());
+    };
+    for (index, question) in questions.iter().enumerate() {
+        let question = expect_object(
+            question,
+            &format!("questions[{index}]"),
+            ErrorCode::BadRequest,
+        )?;
+        if let Some(Value::Array(options)) = question.get("options") {
+            for (o, option) in options.iter().enumerate() {
+                expect_object(
+                    option,
+                    &format!("questions[{index}].options[{o}]"),
+                    ErrorCode::BadRequest,
+                )?;
+            }
+        }
+        if let Some(intent) = question.get("intent").filter(|i| !i.is_null()) {
+            expect_object(
+                intent,
+                &format!("questions[{index}].intent"),
+                ErrorCode::BadIntent,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn expect_object<'a>(
+    value: &'a Value,
+    field: &str,
+    code: ErrorCode,
+) -> Result<&'a serde_json::Map<String, Value>, UserInteractionError> {
+    value.as_object().ok_or_else(|| {
+        let got = match value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        };
+        UserInteractionError::new(code, format!("{field}: expected a JSON object, got {got}"))
+    })
 }
