@@ -86,10 +86,7 @@ pub fn with_three() -> Questionnaire {
 
 /// Applies every action; returns every effect.
 pub fn run(state: &mut Questionnaire, actions: impl IntoIterator<Item = Action>) -> Vec<Effect> {
-    actions
-        .into_iter()
-        .flat_map(|a| apply(state, a))
-        .collect()
+    actions.into_iter().flat_map(|a| apply(state, a)).collect()
 }
 
 /// A plain keydown outside the text box.
