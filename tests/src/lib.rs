@@ -1,1 +1,12 @@
 //! Shared helpers for ask-user's cross-crate tests.
+
+pub mod browser;
+pub mod host_process;
+
+/// A loopback port that was free a moment ago (bind to port 0, read it, release it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .expect("the OS hands out a free loopback port")
+}

@@ -111,10 +111,7 @@ pub fn cargo_test(lines: &[String], passed: bool) -> Vec<String> {
                     counts.passed, counts.failed, counts.ignored
                 ));
             }
-        } else if let Some(name) = trimmed
-            .strip_prefix("---- ")
-            .and_then(|r| r.strip_suffix(" stdout ----"))
-        {
+        } else if let Some(name) = failed_test(trimmed) {
             notes.push(format!("failed: {name} ({current})"));
         } else if trimmed.starts_with("error: ") && !passed {
             notes.push(trimmed.to_owned());
@@ -130,6 +127,13 @@ pub fn cargo_test(lines: &[String], passed: bool) -> Vec<String> {
     summary.extend(per_binary);
     summary.extend(notes);
     summary
+}
+
+/// `test a::b ... FAILED` (libtest) or `test a::b ... FAIL` (wasm-bindgen-test) -> `a::b`.
+fn failed_test(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix("test ")?;
+    rest.strip_suffix(" ... FAILED")
+        .or_else(|| rest.strip_suffix(" ... FAIL"))
 }
 
 /// `unittests src/lib.rs (target/debug/deps/ask_user_core-0123abcd)` ->
@@ -260,7 +264,7 @@ mod tests {
             "     Running unittests src/lib.rs (target/debug/deps/ask_user_core-0123abcd)\n\
              test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n\
              \x20    Running tests/smoke.rs (target/debug/deps/smoke-99aa)\n\
-             ---- page_renders stdout ----\n\
+             test page_renders ... FAILED\n\
              test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n\
              \x20  Doc-tests ask_user_core\n\
              test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out",
@@ -275,6 +279,13 @@ mod tests {
         assert!(summary[2].ends_with("tests/smoke.rs [smoke]"));
         assert_eq!(summary[3], "failed: page_renders (tests/smoke.rs [smoke])");
         assert_eq!(summary.len(), 4, "empty doc-test binaries are not listed");
+    }
+
+    #[test]
+    fn failed_test_reads_libtest_and_wasm_bindgen_test_lines() {
+        assert_eq!(failed_test("test a::b ... FAILED"), Some("a::b"));
+        assert_eq!(failed_test("test mounts ... FAIL"), Some("mounts"));
+        assert_eq!(failed_test("test mounts ... ok"), None);
     }
 
     #[test]

@@ -1,0 +1,325 @@
+//! Headless Chromium for the browser tests: starts `chromedriver` on a free port,
+//! opens a headless session with fantoccini, and collects the page's errors
+//! (console errors, uncaught exceptions, failed loads) from Chromium's log.
+//!
+//! Browser tests run only when [`E2E_DIST_ENV`] names a Trunk build (as
+//! `cargo xtask test` does), so plain `cargo test --workspace` needs no browser.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::elements::Element;
+use fantoccini::error::{CmdError, NewSessionError};
+use fantoccini::wd::WebDriverCompatibleCommand;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+
+/// Names the Trunk `dist/` directory the browser tests serve; unset, they skip.
+pub const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
+
+/// Chromium flags for running headless as root in a container.
+pub const CHROMIUM_FLAGS: &[&str] = &[
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--window-size=1000,700",
+];
+
+/// How long the helpers wait for chromedriver or a page (a ceiling, never a
+/// measurement: builds on a loaded 2-core machine are slow).
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// What went wrong while driving the browser.
+#[derive(Debug, thiserror::Error)]
+pub enum BrowserError {
+    /// No chromedriver binary was found.
+    #[error(
+        "chromedriver not found: install chromium-driver (Debian) or set CHROMEDRIVER to its path"
+    )]
+    NoDriver,
+    /// chromedriver could not be started.
+    #[error("could not start chromedriver at {path}: {source}")]
+    Spawn {
+        /// The binary that was started.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// chromedriver started but never accepted connections.
+    #[error("chromedriver did not accept connections on 127.0.0.1:{0}")]
+    NotReady(u16),
+    /// chromedriver refused to open a Chromium session.
+    #[error("could not open a headless Chromium session: {0}")]
+    Session(#[from] NewSessionError),
+    /// A WebDriver command failed.
+    #[error("WebDriver command failed: {0}")]
+    Command(#[from] CmdError),
+    /// A file (a screenshot) could not be written.
+    #[error("could not write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+}
+
+/// The Trunk build to test, from [`E2E_DIST_ENV`]; `None` (after saying so) when unset.
+///
+/// # Panics
+/// If the variable is set but names no directory holding an `index.html`.
+pub fn e2e_dist() -> Option<PathBuf> {
+    let Some(dist) = std::env::var_os(E2E_DIST_ENV) else {
+        eprintln!(
+            "skipped: browser test; set {E2E_DIST_ENV}=<trunk dist dir> to run it (`cargo xtask test` does)"
+        );
+        return None;
+    };
+    let dist = PathBuf::from(dist);
+    assert!(
+        dist.join("index.html").is_file(),
+        "{E2E_DIST_ENV}={} holds no index.html; run `trunk build --release` first",
+        dist.display()
+    );
+    Some(dist)
+}
+
+/// What [`Browser::wait_for_render`] saw.
+#[derive(Debug)]
+pub struct Render {
+    /// The element waited for, if it appeared.
+    pub element: Option<Element>,
+    /// Page errors logged while waiting.
+    pub errors: Vec<String>,
+}
+
+/// One headless Chromium session and the chromedriver behind it.
+/// Dropping it stops chromedriver and the Chromium it started.
+pub struct Browser {
+    client: Client,
+    driver: Child,
+}
+
+impl Browser {
+    /// Starts chromedriver on a free loopback port and opens a headless session
+    /// that logs every console message.
+    pub async fn launch() -> Result<Self, BrowserError> {
+        let path = chromedriver().ok_or(BrowserError::NoDriver)?;
+        let port = crate::free_port();
+        let mut command = Command::new(&path);
+        command
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        // Own process group, so Drop can stop Chromium along with chromedriver.
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let driver = command
+            .spawn()
+            .map_err(|source| BrowserError::Spawn { path, source })?;
+        let mut browser_driver = DriverGuard(Some(driver));
+        wait_for_port(port).ok_or(BrowserError::NotReady(port))?;
+
+        let mut options = json!({ "args": CHROMIUM_FLAGS });
+        if let Some(binary) = std::env::var_os("CHROME") {
+            options["binary"] = Value::from(binary.to_string_lossy().into_owned());
+        }
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), options);
+        capabilities.insert("goog:loggingPrefs".into(), json!({ "browser": "ALL" }));
+        let client = ClientBuilder::new(HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{port}"))
+            .await?;
+        Ok(Browser {
+            client,
+            driver: browser_driver.0.take().expect("guard holds the driver"),
+        })
+    }
+
+    /// The fantoccini client, for anything the helpers do not cover.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Navigates to `url` and waits for its load event.
+    pub async fn goto(&self, url: &str) -> Result<(), BrowserError> {
+        Ok(self.client.goto(url).await?)
+    }
+
+    /// Waits (up to [`PATIENCE`]) for an element matching a CSS selector.
+    pub async fn wait_for_css(&self, selector: &str) -> Result<Element, BrowserError> {
+        Ok(self
+            .client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css(selector))
+            .await?)
+    }
+
+    /// Waits (up to [`PATIENCE`]) for an element matching `selector`, but stops
+    /// as soon as the page logs an error: a page that failed to start will not
+    /// render later. Returns the element (if it appeared) and every error seen.
+    pub async fn wait_for_render(&self, selector: &str) -> Result<Render, BrowserError> {
+        let deadline = Instant::now() + PATIENCE;
+        let mut errors = Vec::new();
+        loop {
+            errors.extend(self.page_errors().await?);
+            let element = match self.client.find(Locator::Css(selector)).await {
+                Ok(element) => Some(element),
+                Err(err) if err.is_no_such_element() => None,
+                Err(err) => return Err(err.into()),
+            };
+            if element.is_some() || !errors.is_empty() || Instant::now() >= deadline {
+                return Ok(Render { element, errors });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The page's visible text (`document.body.innerText`).
+    pub async fn body_text(&self) -> Result<String, BrowserError> {
+        let text = self
+            .client
+            .execute(
+                "return document.body ? document.body.innerText : '';",
+                vec![],
+            )
+            .await?;
+        Ok(text.as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Page errors logged since the last call: console errors, uncaught
+    /// exceptions and promise rejections, and resources that failed to load.
+    pub async fn page_errors(&self) -> Result<Vec<String>, BrowserError> {
+        let log = self.client.issue_cmd(BrowserLog).await?;
+        Ok(severe_messages(&log))
+    }
+
+    /// Saves a PNG of the viewport (for looking at a failing page).
+    pub async fn screenshot(&self, path: &Path) -> Result<(), BrowserError> {
+        let png = self.client.screenshot().await?;
+        std::fs::write(path, png).map_err(|source| BrowserError::Write {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Ends the session (closing Chromium) and stops chromedriver.
+    pub async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        stop_group(&mut self.driver);
+    }
+}
+
+/// Stops chromedriver if launching fails halfway.
+struct DriverGuard(Option<Child>);
+
+impl Drop for DriverGuard {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            stop_group(child);
+        }
+    }
+}
+
+/// Kills the process group led by `child` (chromedriver and its Chromium).
+fn stop_group(child: &mut Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn chromedriver() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("CHROMEDRIVER") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("chromedriver"))
+        .find(|candidate| candidate.is_file())
+}
+
+fn wait_for_port(port: u16) -> Option<()> {
+    let deadline = Instant::now() + PATIENCE;
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// chromedriver's log endpoint (not in the W3C spec, so fantoccini has no method):
+/// returns and clears the browser's console log.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        (
+            http::Method::POST,
+            Some(json!({ "type": "browser" }).to_string()),
+        )
+    }
+}
+
+/// The messages of `SEVERE` entries in a browser log response.
+fn severe_messages(log: &Value) -> Vec<String> {
+    log.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["level"] == "SEVERE")
+        .map(|entry| entry["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn severe_messages_keeps_only_errors() {
+        let log = json!([
+            {"level": "INFO", "message": "hello", "source": "console-api"},
+            {"level": "SEVERE", "message": "Uncaught RuntimeError: unreachable", "source": "javascript"},
+            {"level": "WARNING", "message": "deprecated", "source": "deprecation"}
+        ]);
+        assert_eq!(
+            severe_messages(&log),
+            vec!["Uncaught RuntimeError: unreachable"]
+        );
+    }
+
+    #[test]
+    fn severe_messages_of_an_empty_or_odd_response_is_empty() {
+        assert!(severe_messages(&json!([])).is_empty());
+        assert!(severe_messages(&json!(null)).is_empty());
+    }
+}

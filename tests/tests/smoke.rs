@@ -1,0 +1,44 @@
+//! Smoke test of the release build: the real host serves Trunk's `dist/` and
+//! headless Chromium must render the page without a single page error. A green
+//! build can still be a blank page (a bad wasm-opt gives
+//! `WebAssembly.Table.set(): Argument 1 is invalid`), which only a browser sees.
+//!
+//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+
+use ask_user_tests::browser::{Browser, e2e_dist};
+use ask_user_tests::host_process::HostProcess;
+
+/// Something the app mounted: any element in `<body>` besides what index.html holds.
+const MOUNTED: &str = "body > :not(script):not(noscript):not(link)";
+
+#[tokio::test]
+async fn release_build_renders_on_the_real_host_without_page_errors() {
+    let Some(dist) = e2e_dist() else { return };
+    let host = HostProcess::start(&dist, &[]).expect("the host starts and prints its URL");
+    let browser = Browser::launch().await.expect("headless Chromium starts");
+
+    browser.goto(host.url()).await.expect("the page loads");
+    let render = browser
+        .wait_for_render(MOUNTED)
+        .await
+        .expect("the page can be inspected");
+    let text = browser.body_text().await.unwrap_or_default();
+    if render.element.is_none() || !render.errors.is_empty() {
+        let shot = std::env::temp_dir().join("ask-user-smoke.png");
+        if browser.screenshot(&shot).await.is_ok() {
+            eprintln!("screenshot of the page: {}", shot.display());
+        }
+    }
+    browser.close().await;
+
+    assert!(
+        render.errors.is_empty(),
+        "the page logged errors: {:#?}",
+        render.errors
+    );
+    assert!(
+        render.element.is_some(),
+        "the page never rendered (nothing was mounted into <body>)"
+    );
+    assert!(!text.trim().is_empty(), "the page rendered no visible text");
+}
