@@ -165,6 +165,39 @@ fn a_request_resolved_by_this_tab_leaves_no_notice() {
 }
 
 #[test]
+fn a_sync_that_drops_an_answer_the_host_accepted_leaves_no_notice() {
+    let mut state = Questionnaire::new();
+    run(
+        &mut state,
+        [
+            requested("q1", 1, one_single()),
+            Action::OptionChosen { index: 0 },
+            Action::Submit,
+            Action::SubmitSucceeded {
+                question_id: "q1".into(),
+            },
+            // The resolved frame was missed while disconnected.
+            synced(&[]),
+        ],
+    );
+    assert!(!state.slot_taken());
+    assert_eq!(state.notice(), None);
+}
+
+#[test]
+fn a_sync_that_drops_a_request_being_edited_says_it_was_resolved_elsewhere() {
+    let mut state = with_three();
+    apply(&mut state, synced(&[]));
+    assert_eq!(
+        state.notice(),
+        Some(&Notice::ResolvedElsewhere {
+            question_id: "q1".into(),
+            outcome: None
+        })
+    );
+}
+
+#[test]
 fn session_synced_drops_requests_it_does_not_list() {
     let mut state = Questionnaire::new();
     run(

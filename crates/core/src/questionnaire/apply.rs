@@ -167,9 +167,13 @@ fn remove(state: &mut Questionnaire, id: &str, outcome: Option<Outcome>, fx: &mu
     fx.push(Effect::ClearDrafts {
         question_id: removed.id.clone(),
     });
-    // Resolved by this tab's own POST: nothing to explain.
-    let ours = matches!(removed.status, Status::Sending(_) | Status::Sent(_))
-        && matches!(outcome, Some(Outcome::Answered | Outcome::Cancelled));
+    // Resolved by this tab's own POST (accepted, or in flight when the frame
+    // overtook its response): nothing to explain.
+    let ours = match removed.status {
+        Status::Sent(_) => true,
+        Status::Sending(_) => matches!(outcome, Some(Outcome::Answered | Outcome::Cancelled)),
+        Status::Editing | Status::Failed { .. } => false,
+    };
     if !ours {
         state.notice = Some(Notice::ResolvedElsewhere {
             question_id: removed.id,
