@@ -43,6 +43,18 @@ fn a_new_request_is_announced_and_its_saved_drafts_are_asked_for() {
 }
 
 #[test]
+fn loading_saved_drafts_is_the_last_effect_so_a_restore_can_move_focus_after_it() {
+    let mut state = Questionnaire::new();
+    let fx = apply(&mut state, requested("q1", 1_000, three_items()));
+    assert_eq!(
+        fx.last(),
+        Some(&Effect::LoadDrafts {
+            question_id: "q1".into()
+        })
+    );
+}
+
+#[test]
 fn an_optionless_first_item_opens_with_focus_in_the_text_box() {
     let mut state = Questionnaire::new();
     let fx = apply(&mut state, requested("q1", 1, one_free_text("why")));

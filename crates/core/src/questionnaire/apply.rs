@@ -109,11 +109,8 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, fx: &mut Vec<E
     let question = request.request.questions[0].question.clone();
     state.requests.insert(position, request);
     state.notice = None;
-    fx.push(Effect::LoadDrafts {
-        question_id: frame.id.clone(),
-    });
     fx.push(Effect::Announce(Announcement::NewQuestion {
-        question_id: frame.id,
+        question_id: frame.id.clone(),
         question,
         pending: state.requests.len(),
     }));
@@ -121,6 +118,10 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, fx: &mut Vec<E
     if was_empty || previous_active.as_deref() != Some(active.id.as_str()) {
         fx.push(Effect::Focus(entry_focus(active)));
     }
+    // Last, so a restore performed synchronously can move focus after ours.
+    fx.push(Effect::LoadDrafts {
+        question_id: frame.id,
+    });
 }
 
 fn new_request(

@@ -326,7 +326,8 @@ pub enum Effect {
         question_id: String,
     },
     /// Read the request's drafts from sessionStorage; if found, dispatch
-    /// [`Action::DraftsRestored`].
+    /// [`Action::DraftsRestored`] (synchronously is fine: it always comes last
+    /// among a frame's effects, so the restore's own focus move wins).
     LoadDrafts {
         /// The request's id.
         question_id: String,
