@@ -1,13 +1,104 @@
 //! # ask-user-host
 //!
-//! The thin axum half of ask-user: it owns the pending questions, the agent's ask
-//! endpoint and MCP, and serves the built page. Every rule comes from
-//! `ask-user-core`; this crate re-implements none.
+//! The thin axum half of ask-user: it owns the pending questions (the web
+//! provider), the agent's ask endpoint, the browser's event stream, and serves
+//! the built page. Every rule comes from `ask-user-core`; this crate
+//! re-implements none.
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! use ask_user_host::{AppState, HostConfig, random_token, serve};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let port = listener.local_addr()?.port();
+//! let state = AppState::new(HostConfig::new(random_token(), port));
+//! let shutdown = state.shutdown_handle();
+//! tokio::spawn(async move { tokio::signal::ctrl_c().await.ok(); shutdown.shutdown() });
+//! serve(listener, state).await
+//! # }
+//! ```
 
-use axum::{Json, Router, routing::get};
-use serde_json::json;
+pub mod api;
+pub mod cli;
+pub mod error;
+pub mod events;
+pub mod extract;
+pub mod mcp;
+pub mod pages;
+pub mod pending;
+pub mod provider;
+pub mod security;
+pub mod state;
 
-/// The application's router.
-pub fn app() -> Router {
-    Router::new().route("/api/health", get(|| async { Json(json!({"status": "ok"})) }))
+pub use error::ApiError;
+pub use pending::{MemoryStore, PendingStore, Resolution, SharedEvent, Subscription};
+pub use provider::WebProvider;
+pub use state::{AppState, AskOptions, HostConfig, ShutdownHandle, random_token};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::HeaderValue;
+use axum::http::header::{REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS};
+use axum::middleware::from_fn_with_state;
+use axum::routing::{any, get};
+use std::future::IntoFuture;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tower_http::set_header::SetResponseHeaderLayer;
+
+/// How long shutdown waits for open connections to finish after every pending
+/// ask was resolved.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The application's router: the `/api` routes (behind the token, except
+/// health), the page, and the security layers around all of it.
+pub fn app(state: AppState) -> Router {
+    let api = api::router()
+        .merge(events::router())
+        .method_not_allowed_fallback(api::method_not_allowed)
+        .route_layer(from_fn_with_state(state.clone(), security::require_token))
+        .route("/api/health", get(api::health))
+        .route("/api", any(api::not_found))
+        .route("/api/{*rest}", any(api::not_found));
+    let page = pages::router(state.config().dist.as_deref())
+        .layer(from_fn_with_state(state.clone(), security::token_landing));
+    Router::new()
+        .merge(api)
+        .merge(mcp::router(&state))
+        .merge(page)
+        .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
+        .layer(from_fn_with_state(
+            state.clone(),
+            security::check_host_and_origin,
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .with_state(state)
+}
+
+/// Serves [`app`] on `listener` until [`ShutdownHandle::shutdown`] is called,
+/// then waits at most [`DRAIN_TIMEOUT`] for open connections (the resolved
+/// asks' responses) before returning. Event streams end on shutdown by
+/// themselves, so they never hold it up.
+pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
+    let shutdown = state.shutdown_token();
+    let server = axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .into_future();
+    tokio::pin!(server);
+    tokio::select! {
+        result = &mut server => result,
+        () = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(DRAIN_TIMEOUT).await;
+        } => {
+            tracing::warn!("connections still open after the drain timeout; exiting anyway");
+            Ok(())
+        }
+    }
 }

@@ -1,7 +1,79 @@
-//! `ask-user`: binds and serves the host.
+//! `ask-user`: parses the command line, binds and serves the host.
+
+use ask_user_host::cli::{Cli, Command, ServeArgs, open_url};
+use ask_user_host::{AppState, serve};
+use clap::Parser;
+use std::io::Write;
+use std::process::ExitCode;
+use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:7411").await?;
-    axum::serve(listener, ask_user_host::app()).await
+async fn main() -> ExitCode {
+    // Logs go to stderr: stdout carries only the URL line.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => run_serve(args).await,
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ask-user: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_serve(args: ServeArgs) -> Result<(), String> {
+    if !args.addr.ip().is_loopback() {
+        tracing::warn!(addr = %args.addr, "binding a non-loopback address: the token is all that protects the host");
+    }
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let config = args.config(addr.port())?;
+    let url = open_url(addr, &config.token);
+    let state = AppState::new(config);
+
+    let shutdown = state.shutdown_handle();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        shutdown.shutdown();
+    });
+
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{url}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| e.to_string())?;
+    drop(stdout);
+    serve(listener, state).await.map_err(|e| e.to_string())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
 }

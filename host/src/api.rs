@@ -1,0 +1,143 @@
+//! The JSON routes under `/api`: the agent's ask, the browser's answer and
+//! cancel, the pending list, transcript messages and health.
+
+use crate::error::ApiError;
+use crate::extract::{BodyText, QuestionId, SessionId};
+use crate::state::{AppState, AskOptions};
+use ask_user_core::wire::{
+    MessageCreated, PendingList, PendingQuestion, PostMessage, Role, StatusBody,
+};
+use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// The longest `?timeout_ms=` (one week), so a deadline never overflows.
+pub const MAX_TIMEOUT_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
+/// The routes that need the token.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/sessions/{session}/ask", post(ask))
+        .route("/api/sessions/{session}/questions", get(list))
+        .route(
+            "/api/sessions/{session}/questions/{id}/answer",
+            post(answer),
+        )
+        .route(
+            "/api/sessions/{session}/questions/{id}/cancel",
+            post(cancel),
+        )
+        .route("/api/sessions/{session}/messages", post(message))
+}
+
+/// `GET /api/health` → `{"status": "ok"}` (no token needed).
+pub async fn health() -> Json<StatusBody> {
+    Json(StatusBody {
+        status: "ok".to_owned(),
+    })
+}
+
+/// The query of `POST /api/sessions/{session}/ask`.
+#[derive(Debug, Deserialize)]
+pub struct AskQuery {
+    /// Give up with `ASK_TIMEOUT` after this many milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+/// `POST /api/sessions/{session}/ask`: validate, register, wait for the answer.
+async fn ask(
+    State(state): State<AppState>,
+    SessionId(session): SessionId,
+    query: Result<Query<AskQuery>, QueryRejection>,
+    BodyText(body): BodyText,
+) -> Result<Json<AnswerBatch>, ApiError> {
+    let Query(query) = query
+        .map_err(|e| UserInteractionError::bad_request(format!("query: {}", e.body_text())))?;
+    let timeout = match query.timeout_ms {
+        Some(ms) if ms == 0 || ms > MAX_TIMEOUT_MS => {
+            return Err(UserInteractionError::bad_request(format!(
+                "timeout_ms: must be between 1 and {MAX_TIMEOUT_MS}, got {ms}"
+            ))
+            .into());
+        }
+        ms => ms.map(Duration::from_millis),
+    };
+    let request = AskRequest::from_json(&body)?;
+    let options = AskOptions {
+        timeout,
+        ..AskOptions::default()
+    };
+    // If the agent hangs up, axum drops this future and the provider's guard
+    // resolves the question as `aborted`.
+    state.ask(&session, request, options).await.map(Json)
+}
+
+/// `GET /api/sessions/{session}/questions` → `{"pending": [...]}`, oldest first.
+async fn list(State(state): State<AppState>, SessionId(session): SessionId) -> Json<PendingList> {
+    let pending = state
+        .store()
+        .snapshot(&session)
+        .into_iter()
+        .map(|q| PendingQuestion {
+            id: q.id,
+            request: q.request,
+            created_at_ms: q.created_at_ms,
+        })
+        .collect();
+    Json(PendingList { pending })
+}
+
+/// `POST /api/sessions/{session}/questions/{id}/answer`: the first valid answer wins.
+async fn answer(
+    State(state): State<AppState>,
+    SessionId(session): SessionId,
+    QuestionId(id): QuestionId,
+    BodyText(body): BodyText,
+) -> Result<Json<StatusBody>, ApiError> {
+    let batch = AnswerBatch::from_json(&body)?;
+    state.store().claim(&session, &id, batch)?;
+    Ok(Json(StatusBody {
+        status: "answered".to_owned(),
+    }))
+}
+
+/// `POST /api/sessions/{session}/questions/{id}/cancel`: the person closed it.
+async fn cancel(
+    State(state): State<AppState>,
+    SessionId(session): SessionId,
+    QuestionId(id): QuestionId,
+) -> Result<Json<StatusBody>, ApiError> {
+    state.store().cancel(&session, &id)?;
+    Ok(Json(StatusBody {
+        status: "cancelled".to_owned(),
+    }))
+}
+
+/// `POST /api/sessions/{session}/messages` `{"text"}`: a transcript message
+/// from the person, broadcast as `message/created`.
+async fn message(
+    State(state): State<AppState>,
+    SessionId(session): SessionId,
+    BodyText(body): BodyText,
+) -> Result<Json<MessageCreated>, ApiError> {
+    let post: PostMessage = serde_json::from_str(&body)
+        .map_err(|e| UserInteractionError::bad_request(format!("message: {e}")))?;
+    if post.text.trim().is_empty() {
+        return Err(UserInteractionError::bad_request("text: must not be empty").into());
+    }
+    Ok(Json(state.post_message(&session, Role::User, post.text)))
+}
+
+/// Any other `/api` path: 404 as JSON.
+pub async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::NotFound(crate::extract::truncate(uri.path(), 200))
+}
+
+/// A known `/api` path with the wrong method: 405 as JSON.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

@@ -1,0 +1,134 @@
+//! The host's one error type and its JSON response.
+
+use ask_user_core::wire::{ErrorBody, WireError};
+use ask_user_core::{ErrorCode, UserInteractionError};
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+/// Every way a request to the host can fail.
+///
+/// Its response is always `{"error": {"name": "UserInteractionError", "code", "message"}}`
+/// with the status of [`ApiError::status`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// A core error (validation, cancel, timeout, abort, not pending, …).
+    Interaction(UserInteractionError),
+    /// `TOO_MANY_PENDING` (429): `--max-pending` questions already wait.
+    TooManyPending {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// `UNAUTHORIZED` (401): the token is missing or wrong.
+    Unauthorized,
+    /// `FORBIDDEN` (403): the `Host` or `Origin` is not allowed; says which.
+    Forbidden(String),
+    /// `PAYLOAD_TOO_LARGE` (413): the body is over the limit.
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// `NOT_FOUND` (404): no such route.
+    NotFound(String),
+    /// `METHOD_NOT_ALLOWED` (405): the route exists, the method does not.
+    MethodNotAllowed,
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Interaction(error) => status_of(error.code),
+            ApiError::TooManyPending { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+
+    /// The machine code: a core [`ErrorCode`] or the transport's own.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Interaction(error) => error.code.as_str(),
+            ApiError::TooManyPending { .. } => "TOO_MANY_PENDING",
+            ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::Forbidden(_) => "FORBIDDEN",
+            ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
+            ApiError::NotFound(_) => "NOT_FOUND",
+            ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+        }
+    }
+
+    /// The human message.
+    pub fn message(&self) -> String {
+        match self {
+            ApiError::Interaction(error) => error.message.clone(),
+            ApiError::TooManyPending { limit } => format!(
+                "too many pending questions: at most {limit} may wait at once; answer or cancel some first"
+            ),
+            ApiError::Unauthorized => {
+                "missing or wrong token: send `Authorization: Bearer <token>` \
+                 or open the URL the host printed"
+                    .to_owned()
+            }
+            ApiError::Forbidden(why) => why.clone(),
+            ApiError::PayloadTooLarge { limit } => {
+                format!("request body is larger than {limit} bytes")
+            }
+            ApiError::NotFound(path) => format!("no such route: {path}"),
+            ApiError::MethodNotAllowed => "method not allowed on this route".to_owned(),
+        }
+    }
+
+    /// The core error, when this is one (e.g. for MCP's `Error: ...` line).
+    pub fn as_interaction(&self) -> Option<&UserInteractionError> {
+        match self {
+            ApiError::Interaction(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The wire form of this error.
+    pub fn to_wire(&self) -> WireError {
+        WireError::new(self.code(), self.message())
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message(), self.code())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl From<UserInteractionError> for ApiError {
+    fn from(error: UserInteractionError) -> Self {
+        ApiError::Interaction(error)
+    }
+}
+
+/// The status each core code maps to.
+pub fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::EmptyQuestions | ErrorCode::BadIntent | ErrorCode::BadRequest => {
+            StatusCode::BAD_REQUEST
+        }
+        ErrorCode::BadAnswer => StatusCode::UNPROCESSABLE_ENTITY,
+        ErrorCode::AskCancelled | ErrorCode::NotPending => StatusCode::CONFLICT,
+        ErrorCode::AskTimeout => StatusCode::REQUEST_TIMEOUT,
+        ErrorCode::AskAborted | ErrorCode::NoProvider => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::DuplicateProvider | ErrorCode::AskFailed => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: self.to_wire(),
+        };
+        (self.status(), Json(body)).into_response()
+    }
+}

@@ -1,0 +1,119 @@
+//! `GET /api/sessions/{session}/events`: the browser's Server-Sent Events stream.
+//!
+//! On open: one `question/requested` per pending question (oldest first), then
+//! `session/synced`, then live events. A subscriber that falls behind the
+//! broadcast is re-synced the same way, never left silently behind. Shutdown
+//! ends the stream after the events already sent to it (e.g. `disposed`).
+
+use crate::extract::SessionId;
+use crate::pending::{PendingStore, SharedEvent};
+use crate::state::AppState;
+use axum::Router;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use futures_util::Stream;
+use futures_util::stream;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
+use tokio_util::sync::CancellationToken;
+
+/// How often an idle stream sends a keep-alive comment.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// The route (needs the token).
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/sessions/{session}/events", get(events))
+}
+
+async fn events(
+    State(state): State<AppState>,
+    SessionId(session): SessionId,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let stream = session_events(state.store().clone(), session, state.shutdown_token());
+    let stream = futures_util::StreamExt::map(stream, |event| {
+        Ok(Event::default().event(event.name()).data(event.data()))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+}
+
+struct Cursor {
+    store: Arc<dyn PendingStore>,
+    session: String,
+    shutdown: CancellationToken,
+    queue: VecDeque<SharedEvent>,
+    events: Option<broadcast::Receiver<SharedEvent>>,
+    done: bool,
+}
+
+impl Cursor {
+    fn resync(&mut self) {
+        let subscription = self.store.subscribe(&self.session);
+        self.queue.extend(subscription.replay);
+        self.events = Some(subscription.events);
+    }
+}
+
+impl Drop for Cursor {
+    fn drop(&mut self) {
+        // Unsubscribe first, so the session can be forgotten if it is idle now.
+        self.events = None;
+        self.store.release(&self.session);
+    }
+}
+
+/// A session's events as one stream: replay, `session/synced`, live; re-synced
+/// after a lag; ending on shutdown once the events already queued are out.
+pub fn session_events(
+    store: Arc<dyn PendingStore>,
+    session: String,
+    shutdown: CancellationToken,
+) -> impl Stream<Item = SharedEvent> + Send + 'static {
+    let mut cursor = Cursor {
+        store,
+        session,
+        shutdown,
+        queue: VecDeque::new(),
+        events: None,
+        done: false,
+    };
+    cursor.resync();
+    stream::unfold(cursor, |mut cursor| async move {
+        loop {
+            if let Some(event) = cursor.queue.pop_front() {
+                return Some((event, cursor));
+            }
+            if cursor.done {
+                return None;
+            }
+            let events = cursor.events.as_mut()?;
+            if cursor.shutdown.is_cancelled() {
+                // Deliver what was broadcast before shutdown (the `disposed`
+                // resolutions), then end.
+                loop {
+                    match events.try_recv() {
+                        Ok(event) => cursor.queue.push_back(event),
+                        Err(TryRecvError::Lagged(_)) => continue,
+                        Err(_) => break,
+                    }
+                }
+                cursor.done = true;
+                continue;
+            }
+            tokio::select! {
+                received = events.recv() => match received {
+                    Ok(event) => return Some((event, cursor)),
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::debug!(missed, session = %cursor.session, "stream lagged; re-syncing");
+                        cursor.resync();
+                    }
+                    Err(RecvError::Closed) => return None,
+                },
+                () = cursor.shutdown.cancelled() => {}
+            }
+        }
+    })
+}

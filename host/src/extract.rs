@@ -1,0 +1,101 @@
+//! Extractors whose refusals are the host's JSON errors.
+
+use crate::error::ApiError;
+use ask_user_core::UserInteractionError;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+
+/// The largest request body the host reads (256 KiB).
+pub const BODY_LIMIT: usize = 256 * 1024;
+
+/// The longest session id.
+pub const MAX_SESSION_CHARS: usize = 64;
+
+/// Whether `session` matches `[A-Za-z0-9_-]{1,64}`.
+pub fn valid_session(session: &str) -> bool {
+    (1..=MAX_SESSION_CHARS).contains(&session.len())
+        && session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    name: &str,
+) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|e| UserInteractionError::bad_request(format!("path: {}", e.body_text())))?;
+    params
+        .iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_owned())
+        .ok_or_else(|| UserInteractionError::bad_request(format!("path: no `{name}`")).into())
+}
+
+/// The `{session}` path segment, checked against `[A-Za-z0-9_-]{1,64}` (400 otherwise).
+#[derive(Debug, Clone)]
+pub struct SessionId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let session = path_param(parts, state, "session").await?;
+        if !valid_session(&session) {
+            return Err(UserInteractionError::bad_request(format!(
+                "session: {:?} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -",
+                truncate(&session, 80)
+            ))
+            .into());
+        }
+        Ok(Self(session))
+    }
+}
+
+/// The `{id}` path segment of a question.
+#[derive(Debug, Clone)]
+pub struct QuestionId(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for QuestionId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        path_param(parts, state, "id").await.map(Self)
+    }
+}
+
+/// The request body as UTF-8 text, at most [`BODY_LIMIT`] bytes (413 beyond).
+#[derive(Debug, Clone)]
+pub struct BodyText(pub String);
+
+impl<S: Send + Sync> FromRequest<S> for BodyText {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::PayloadTooLarge { limit: BODY_LIMIT }
+                } else {
+                    UserInteractionError::bad_request(format!("body: {}", rejection.body_text()))
+                        .into()
+                }
+            })?;
+        String::from_utf8(bytes.to_vec())
+            .map(Self)
+            .map_err(|_| UserInteractionError::bad_request("body: not UTF-8 text").into())
+    }
+}
+
+/// At most `max` characters of `text`, for echoing untrusted input in messages.
+pub fn truncate(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}

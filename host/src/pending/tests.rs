@@ -1,0 +1,1 @@
+//! Model-based tests of the pending table.

@@ -1,0 +1,246 @@
+//! The application state shared by every route: configuration, the pending
+//! table, core's interaction service with the web provider, the capacity
+//! limit and the shutdown signal.
+
+use crate::error::ApiError;
+use crate::pending::{MemoryStore, PendingStore, Subscription};
+use crate::provider::{ASK_DEADLINE, WebProvider};
+use ask_user_core::wire::{MessageCreated, Role};
+use ask_user_core::{
+    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, Registration, UserInteraction,
+    UserInteractionError,
+};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Default for `--max-pending`.
+pub const DEFAULT_MAX_PENDING: usize = 10_000;
+
+/// How the host runs (what `ask-user serve` was given).
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The secret every `/api` call (but health) must present.
+    pub token: String,
+    /// The port the host is reachable on; allowed `Origin`s carry it.
+    pub port: u16,
+    /// Host names allowed besides loopback (`--allow-host`), without port.
+    pub allow_hosts: Vec<String>,
+    /// At most this many questions wait at once (`--max-pending`).
+    pub max_pending: usize,
+    /// The built frontend to serve at `/` (`--dist`).
+    pub dist: Option<PathBuf>,
+    /// Whether the web provider is registered (`--no-web` turns it off).
+    pub web: bool,
+    /// Whether the demo agent runs in session `default` (`--demo`).
+    pub demo: bool,
+}
+
+impl HostConfig {
+    /// A configuration with this token and port and every default.
+    pub fn new(token: impl Into<String>, port: u16) -> Self {
+        Self {
+            token: token.into(),
+            port,
+            allow_hosts: Vec::new(),
+            max_pending: DEFAULT_MAX_PENDING,
+            dist: None,
+            web: true,
+            demo: false,
+        }
+    }
+}
+
+/// A fresh random 128-bit token (32 hex digits).
+pub fn random_token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// How one ask may end early.
+#[derive(Debug, Clone, Default)]
+pub struct AskOptions {
+    /// Give up with `ASK_TIMEOUT` (outcome `timeout`) after this long.
+    pub timeout: Option<Duration>,
+    /// Give up with `ASK_ABORTED` (outcome `aborted`) when this fires.
+    pub abort: AbortSignal,
+}
+
+struct Inner {
+    config: HostConfig,
+    store: Arc<dyn PendingStore>,
+    interaction: UserInteraction,
+    registration: Mutex<Option<Registration>>,
+    capacity: Arc<Semaphore>,
+    shutdown: CancellationToken,
+}
+
+/// Everything the routes share; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("port", &self.inner.config.port)
+            .field("web", &self.inner.config.web)
+            .field("pending", &self.inner.store.pending_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over an in-memory pending table.
+    pub fn new(config: HostConfig) -> Self {
+        Self::with_store(config, Arc::new(MemoryStore::new()))
+    }
+
+    /// State over `store`; registers the web provider unless `config.web` is false.
+    pub fn with_store(config: HostConfig, store: Arc<dyn PendingStore>) -> Self {
+        let interaction = UserInteraction::new();
+        let registration = config.web.then(|| {
+            interaction
+                .register_provider(Arc::new(WebProvider::new(store.clone())))
+                .expect("a fresh UserInteraction has no provider")
+        });
+        Self {
+            inner: Arc::new(Inner {
+                capacity: Arc::new(Semaphore::new(config.max_pending)),
+                config,
+                store,
+                interaction,
+                registration: Mutex::new(registration),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HostConfig {
+        &self.inner.config
+    }
+
+    /// The pending table.
+    pub fn store(&self) -> &Arc<dyn PendingStore> {
+        &self.inner.store
+    }
+
+    /// Core's interaction service (with the web provider unless `--no-web`).
+    ///
+    /// Ask through [`AppState::ask`] instead: it applies `--max-pending` and timeouts.
+    pub fn interaction(&self) -> &UserInteraction {
+        &self.inner.interaction
+    }
+
+    /// Whether the web provider is registered (false with `--no-web` and after shutdown).
+    pub fn has_web_provider(&self) -> bool {
+        self.inner.interaction.has_provider()
+    }
+
+    /// Asks the person through core's seam in `session` and waits for the
+    /// validated, normalised answer.
+    ///
+    /// The one way for every asker (HTTP ask endpoint, MCP, demo agent) to ask:
+    /// it enforces `--max-pending` (`TOO_MANY_PENDING`) and the timeout. Dropping
+    /// the future removes the question and resolves it as `aborted`.
+    pub async fn ask(
+        &self,
+        session: &str,
+        request: AskRequest,
+        options: AskOptions,
+    ) -> Result<AnswerBatch, ApiError> {
+        // Core validates again in ask_with; validating first means a bad request
+        // never counts against the limit and is reported as itself.
+        request.validate()?;
+        if self.is_shutting_down() {
+            return Err(UserInteractionError::provider_disposed().into());
+        }
+        let _permit = self
+            .inner
+            .capacity
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::TooManyPending {
+                limit: self.inner.config.max_pending,
+            })?;
+        let context = AskContext::new(options.abort).in_session(session);
+        let ask = self.inner.interaction.ask_with(request, context);
+        let answer = match options.timeout {
+            Some(timeout) => {
+                ASK_DEADLINE
+                    .scope(tokio::time::Instant::now() + timeout, ask)
+                    .await
+            }
+            None => ask.await,
+        };
+        match answer {
+            // The provider was unregistered by a shutdown that began meanwhile.
+            Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
+                Err(UserInteractionError::provider_disposed().into())
+            }
+            answer => Ok(answer?),
+        }
+    }
+
+    /// Subscribes to `session`'s events: the replay (pending questions, then
+    /// `session/synced`), then everything live (`question/*`, `message/created`).
+    pub fn subscribe(&self, session: &str) -> Subscription {
+        self.inner.store.subscribe(session)
+    }
+
+    /// Posts a transcript message to `session`'s streams (`message/created`).
+    pub fn post_message(
+        &self,
+        session: &str,
+        role: Role,
+        text: impl Into<String>,
+    ) -> MessageCreated {
+        self.inner.store.post_message(session, role, text.into())
+    }
+
+    /// The handle that shuts the host down.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            state: self.clone(),
+        }
+    }
+
+    /// Fires once shutdown has begun (streams and background tasks end on it).
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+
+    /// Whether shutdown has begun.
+    pub fn is_shutting_down(&self) -> bool {
+        self.inner.shutdown.is_cancelled()
+    }
+}
+
+/// Shuts the host down: see [`ShutdownHandle::shutdown`].
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    state: AppState,
+}
+
+impl ShutdownHandle {
+    /// Resolves every pending question as `disposed` (their asks fail with
+    /// `ASK_ABORTED`), refuses new asks, unregisters the web provider and
+    /// signals streams and the server to finish. Idempotent.
+    pub fn shutdown(&self) {
+        let inner = &self.state.inner;
+        let disposed = inner.store.dispose_all();
+        if disposed > 0 {
+            tracing::info!(disposed, "resolved pending questions as disposed");
+        }
+        let registration = inner
+            .registration
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(registration);
+        inner.shutdown.cancel();
+    }
+}
