@@ -1,19 +1,50 @@
-//! ask-user-web: the conversation page. It mounts the question composer in the
-//! page's composer slot.
+//! ask-user-web: the conversation page. It shows session `default` (or the one
+//! named by `?session=NAME`): the transcript, and the composer slot that the
+//! question composer takes over while questions are pending.
+//!
+//! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
+//! for screenshots and CSS work; see the README's Development section.
 
-use ask_user_composer::QuestionView;
-use ask_user_core::AskRequest;
+mod fixture;
+
+use ask_user_composer::{MountOptions, Transport, conversation_view, conversation_view_with};
 use leptos::prelude::*;
 
 fn main() {
     console_error_panic_hook::set_once();
-    let request = AskRequest::from_json(
-        r#"{"questions":[{"id":"welcome","question":"Which way should the agent go?",
-            "options":[{"label":"Keep going (Recommended)"},{"label":"Stop here"}]}]}"#,
-    )
-    .expect("the welcome request is valid");
-    let question = request.questions[0].clone();
-    mount_to_body(
-        move || view! { <main class="auq-page"><QuestionView question=question.clone() /></main> },
-    );
+    let params = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .and_then(|search| web_sys::UrlSearchParams::new_with_str(&search).ok());
+    let param = |name: &str| {
+        params
+            .as_ref()
+            .and_then(|p| p.get(name))
+            .filter(|v| !v.is_empty())
+    };
+    let session = param("session").unwrap_or_else(|| ask_user_core::DEFAULT_SESSION.to_owned());
+    let fixture = param("fixture");
+    let title = session.clone();
+    mount_to_body(move || {
+        let conversation = match fixture.as_deref() {
+            Some(kind) => {
+                conversation_view_with(Transport::new(fixture::FixtureTransport::new(kind)))
+                    .into_any()
+            }
+            None => conversation_view(MountOptions {
+                base_url: String::new(),
+                session,
+                token: None,
+            })
+            .into_any(),
+        };
+        view! {
+            <main class="auq-page">
+                <header class="auq-page__header">
+                    <h1 class="auq-page__title">"ask-user"</h1>
+                    <span class="auq-page__session" data-auq="session">{title}</span>
+                </header>
+                {conversation}
+            </main>
+        }
+    });
 }

@@ -4,31 +4,45 @@
 //! conversation's composer slot while questions are pending. It never enables
 //! Leptos's `csr` feature itself (the app does) and takes its transport from the
 //! caller, so other web UIs can embed it.
+//!
+//! - [`use_question_stream`] opens the host's event stream (closing it while the
+//!   tab is hidden) and returns a [`QuestionSession`]: core's questionnaire state
+//!   machine, with its POST and sessionStorage effects performed.
+//! - [`QuestionComposer`] renders the session's active request and turns DOM
+//!   events into state-machine actions; [`ComposerSlot`] and [`MessageComposer`]
+//!   give it a slot to take over; [`Conversation`] is all of it with a transcript.
+//! - [`QuestionTransport`] is what a host must provide; [`HttpTransport`] is the
+//!   ask-user host's HTTP API.
+//!
+//! Styles live in `style/composer.css` (also [`STYLESHEET`]), every class under
+//! the `auq-` prefix.
 
-use ask_user_core::Question;
-use leptos::prelude::*;
+pub mod composer;
+pub mod conversation;
+pub mod i18n;
+pub mod markdown;
+pub mod question_view;
+pub mod session;
+pub mod slot;
+pub mod storage;
+pub mod transport;
 
-/// Renders one question and its options.
-#[component]
-pub fn QuestionView(
-    /// The question to render.
-    #[prop(into)]
-    question: Signal<Question>,
-) -> impl IntoView {
-    view! {
-        <div class="auq-question">
-            <p class="auq-question__text">{move || question.get().question}</p>
-            <ul class="auq-options">
-                {move || {
-                    question
-                        .get()
-                        .options
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|o| view! { <li class="auq-option">{o.label}</li> })
-                        .collect_view()
-                }}
-            </ul>
-        </div>
-    }
-}
+pub use composer::QuestionComposer;
+pub use conversation::{
+    Conversation, MessageComposer, MountOptions, Transcript, conversation_view,
+    conversation_view_with,
+};
+pub use i18n::{Lang, Locale, Texts};
+pub use question_view::QuestionView;
+pub use session::{
+    QuestionSession, UseQuestionStreamReturn, use_question_stream, use_question_stream_with,
+};
+pub use slot::{ComposerSlot, ComposerSlotContext, QUESTION_ENTRY, use_composer_slot};
+pub use transport::{
+    EventSink, EventStream, HttpTransport, LocalFuture, MemoryTransport, PostError,
+    QuestionTransport, RecordedPost, StreamStatus, Transport,
+};
+
+/// The composer's stylesheet (every rule under `.auq-…`), for pages that do not
+/// link `style/composer.css` themselves.
+pub const STYLESHEET: &str = include_str!("../style/composer.css");

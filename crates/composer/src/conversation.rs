@@ -1,0 +1,212 @@
+//! The conversation around the question composer: the transcript, the normal
+//! composer ("Message" + "Send"), and [`Conversation`], which puts them and the
+//! question composer together in one keyed composer slot.
+
+use crate::composer::QuestionComposer;
+use crate::i18n::{Lang, Texts, use_locale};
+use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_stream_with};
+use crate::slot::{ComposerSlot, use_composer_slot};
+use crate::transport::{StreamStatus, Transport};
+use ask_user_core::wire::{MessageCreated, Role};
+use leptos::html;
+use leptos::prelude::*;
+use std::time::Duration;
+
+/// The transcript: messages as sent, oldest first.
+#[component]
+pub fn Transcript(
+    /// The messages to show.
+    #[prop(into)]
+    messages: Signal<Vec<MessageCreated>>,
+    /// Interface language; defaults to the `Locale` context, else the browser's.
+    #[prop(optional)]
+    lang: Option<Lang>,
+) -> impl IntoView {
+    let texts = lang
+        .map(Lang::texts)
+        .unwrap_or_else(|| use_locale().texts());
+    let list = NodeRef::<html::Ol>::new();
+    // Keep the newest message in view.
+    Effect::new(move |_| {
+        messages.track();
+        if let Some(list) = list.get() {
+            set_timeout(
+                move || list.set_scroll_top(list.scroll_height()),
+                Duration::ZERO,
+            );
+        }
+    });
+    view! {
+        <ol class="auq-transcript" data-auq="transcript" aria-label=texts.transcript node_ref=list>
+            <For each=move || messages.get() key=|m| m.id.clone() let(message)>
+                <li
+                    class="auq-message"
+                    data-auq="message-item"
+                    data-id=message.id.clone()
+                    data-role=match message.role {
+                        Role::User => "user",
+                        Role::Agent => "agent",
+                    }
+                >
+                    {message.text.clone()}
+                </li>
+            </For>
+        </ol>
+    }
+}
+
+/// The normal composer: a "Message" box and a "Send" button. Enter sends,
+/// Shift+Enter inserts a newline, and Enter during IME composition only confirms
+/// the candidate. Hidden while another entry holds the composer slot.
+#[component]
+pub fn MessageComposer(
+    /// Called with the trimmed text when the person sends a message.
+    on_send: Callback<String>,
+    /// Disables sending (e.g. while a previous message is in flight).
+    #[prop(optional, into)]
+    disabled: Signal<bool>,
+    /// Interface language; defaults to the `Locale` context, else the browser's.
+    #[prop(optional)]
+    lang: Option<Lang>,
+) -> impl IntoView {
+    let texts: &Texts = lang
+        .map(Lang::texts)
+        .unwrap_or_else(|| use_locale().texts());
+    let slot = use_composer_slot();
+    let (text, set_text) = signal(String::new());
+    let composing = RwSignal::new(false);
+    let input = NodeRef::<html::Textarea>::new();
+    if let Some(slot) = slot {
+        // The slot came back: take focus (after the render that un-hides us).
+        Effect::new(move |previous: Option<u64>| {
+            let requests = slot.focus_requests();
+            if previous.is_some_and(|p| p != requests) {
+                set_timeout(
+                    move || {
+                        if let Some(input) = input.get_untracked() {
+                            let _ = input.focus();
+                        }
+                    },
+                    Duration::ZERO,
+                );
+            }
+            requests
+        });
+    }
+    let send = move || {
+        let value = text.get_untracked().trim().to_owned();
+        if value.is_empty() || disabled.get_untracked() {
+            return;
+        }
+        on_send.run(value);
+        set_text.set(String::new());
+    };
+    view! {
+        <form
+            class="auq-message-composer"
+            data-auq="message-composer"
+            hidden=move || slot.is_some_and(|s| !s.is_free())
+            on:submit=move |ev| {
+                ev.prevent_default();
+                send();
+            }
+        >
+            <textarea
+                class="auq-text auq-message-composer__input"
+                data-auq="message"
+                aria-label=texts.message
+                placeholder=texts.message
+                rows="1"
+                node_ref=input
+                prop:value=move || text.get()
+                on:input=move |ev| set_text.set(event_target_value(&ev))
+                on:compositionstart=move |_| composing.set(true)
+                on:compositionend=move |_| {
+                    composing.set(true);
+                    // The keydown right after compositionend still belongs to the IME.
+                    set_timeout(move || composing.set(false), Duration::ZERO);
+                }
+                on:blur=move |_| composing.set(false)
+                on:keydown=move |ev: web_sys::KeyboardEvent| {
+                    let ime = ev.is_composing() || ev.key_code() == 229 || composing.get_untracked();
+                    if ev.key() == "Enter" && !ev.shift_key() && !ime {
+                        ev.prevent_default();
+                        send();
+                    }
+                }
+            ></textarea>
+            <button type="submit" class="auq-btn auq-btn--primary" data-auq="send" disabled=move || disabled.get()>
+                {texts.send}
+            </button>
+        </form>
+    }
+}
+
+/// A whole conversation view over one session: transcript, and a composer slot
+/// holding the question composer (entry `"question"`) and the normal composer.
+#[component]
+pub fn Conversation(
+    /// The stream to show (from `use_question_stream` or `use_question_stream_with`).
+    stream: UseQuestionStreamReturn,
+    /// Interface language; defaults to the `Locale` context, else the browser's.
+    #[prop(optional)]
+    lang: Option<Lang>,
+) -> impl IntoView {
+    let lang = lang.unwrap_or_else(|| use_locale().0);
+    let texts = lang.texts();
+    let (error, set_error) = signal(None::<String>);
+    let (sending, set_sending) = signal(false);
+    let on_send = Callback::new(move |text: String| {
+        set_error.set(None);
+        set_sending.set(true);
+        let post = stream.post_message(&text);
+        leptos::task::spawn_local(async move {
+            let result = post.await;
+            set_sending.set(false);
+            if let Err(e) = result {
+                set_error.set(Some(format!("{} {e}", texts.send_failed)));
+            }
+        });
+    });
+    view! {
+        <div class="auq-conversation" data-auq="conversation" lang=lang.tag()>
+            <Transcript messages=stream.messages lang />
+            {move || (stream.status.get() == StreamStatus::Connecting).then(|| view! {
+                <p class="auq-connection" data-auq="connection">{texts.reconnecting}</p>
+            })}
+            {move || error.get().map(|e| view! { <p class="auq-error" role="alert" data-auq="message-error">{e}</p> })}
+            <ComposerSlot>
+                <QuestionComposer session=stream.session lang />
+                <MessageComposer on_send disabled=sending lang />
+            </ComposerSlot>
+        </div>
+    }
+}
+
+/// Options for [`mount_conversation`]: where the host is and which session.
+#[derive(Debug, Clone, Default)]
+pub struct MountOptions {
+    /// The host's origin (empty for the page's own).
+    pub base_url: String,
+    /// The session (`default` when empty).
+    pub session: String,
+    /// A Bearer token for cross-origin embedding.
+    pub token: Option<String>,
+}
+
+/// The view a page or an embed mounts: [`Conversation`] over the host's HTTP API.
+pub fn conversation_view(options: MountOptions) -> impl IntoView {
+    let session = if options.session.is_empty() {
+        ask_user_core::DEFAULT_SESSION.to_owned()
+    } else {
+        options.session
+    };
+    let stream = use_question_stream(options.base_url, session, options.token);
+    view! { <Conversation stream /> }
+}
+
+/// [`Conversation`] over any transport (tests, fixtures).
+pub fn conversation_view_with(transport: Transport) -> impl IntoView {
+    let stream = use_question_stream_with(transport);
+    view! { <Conversation stream /> }
+}

@@ -1,0 +1,296 @@
+//! Interface text in English and Simplified Chinese, chosen from the browser's
+//! language. Only the interface is translated; the agent's text is shown as sent.
+
+use ask_user_core::wire::Outcome;
+use leptos::prelude::*;
+
+/// A supported interface language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Lang {
+    /// English (the default).
+    #[default]
+    En,
+    /// Simplified Chinese (简体中文).
+    Zh,
+}
+
+impl Lang {
+    /// Picks the language for a BCP 47 tag such as `zh-CN` or `en-US`: any `zh`
+    /// tag gets Chinese, everything else English.
+    pub fn from_tag(tag: &str) -> Self {
+        let primary = tag.split(['-', '_']).next().unwrap_or_default();
+        if primary.eq_ignore_ascii_case("zh") {
+            Lang::Zh
+        } else {
+            Lang::En
+        }
+    }
+
+    /// The browser's language (`navigator.language`), English when unknown.
+    pub fn from_browser() -> Self {
+        web_sys::window()
+            .and_then(|w| w.navigator().language())
+            .map(|tag| Self::from_tag(&tag))
+            .unwrap_or_default()
+    }
+
+    /// The interface text of this language.
+    pub fn texts(self) -> &'static Texts {
+        match self {
+            Lang::En => &EN,
+            Lang::Zh => &ZH,
+        }
+    }
+
+    /// The `lang` attribute value for interface text.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh-CN",
+        }
+    }
+}
+
+/// Every piece of interface text.
+#[derive(Debug)]
+pub struct Texts {
+    /// Button: skip the current item.
+    pub skip: &'static str,
+    /// Button: submit the batch.
+    pub submit: &'static str,
+    /// Button: cancel the whole request.
+    pub cancel: &'static str,
+    /// Button: previous item.
+    pub back: &'static str,
+    /// Button: next item.
+    pub next: &'static str,
+    /// Textbox name on an optionless item.
+    pub your_answer: &'static str,
+    /// Textbox name on an item with options.
+    pub other: &'static str,
+    /// Placeholder of the "Other" box.
+    pub other_placeholder: &'static str,
+    /// Placeholder of the "Your answer" box.
+    pub answer_placeholder: &'static str,
+    /// Badge on the recommended option.
+    pub recommended: &'static str,
+    /// Hint on a single-select item.
+    pub choose_one: &'static str,
+    /// Hint on a multi-select item.
+    pub choose_any: &'static str,
+    /// Marker on a skipped item.
+    pub skipped: &'static str,
+    /// Shown while an answer is being sent.
+    pub sending: &'static str,
+    /// Shown while a cancel is being sent.
+    pub cancelling: &'static str,
+    /// Prefix of a failed POST's message.
+    pub send_failed: &'static str,
+    /// The collapse button's name.
+    pub collapse: &'static str,
+    /// The expand button's name.
+    pub expand: &'static str,
+    /// The plan-review strip.
+    pub plan_review: &'static str,
+    /// The plan-review "talk instead" action.
+    pub chat_about_it: &'static str,
+    /// The region's accessible name.
+    pub region: &'static str,
+    /// Live-region prefix for a newly arrived question.
+    pub new_question: &'static str,
+    /// The normal composer's textbox name.
+    pub message: &'static str,
+    /// The normal composer's button.
+    pub send: &'static str,
+    /// The transcript's accessible name.
+    pub transcript: &'static str,
+    /// Shown while the event stream is down.
+    pub reconnecting: &'static str,
+    /// Keyboard hint under the item.
+    pub keyboard_hint: &'static str,
+    /// Dismisses a notice.
+    pub dismiss: &'static str,
+    /// Prefix of an answer that could not be sent.
+    pub answer_failed: &'static str,
+    /// Prefix of a cancel that could not be sent.
+    pub cancel_failed: &'static str,
+    /// The progress steps' accessible name.
+    pub steps: &'static str,
+    /// Item states in the progress steps.
+    pub answered: &'static str,
+    /// An item neither answered nor skipped.
+    pub unanswered: &'static str,
+    progress: fn(usize, usize) -> String,
+    waiting: fn(usize) -> String,
+    incomplete: fn(usize) -> String,
+    step: fn(usize) -> String,
+    resolved: fn(Option<Outcome>) -> &'static str,
+}
+
+impl Texts {
+    /// Progress through a batch, e.g. "2 of 3".
+    pub fn progress(&self, current: usize, total: usize) -> String {
+        (self.progress)(current, total)
+    }
+
+    /// How many further requests wait behind the shown one.
+    pub fn waiting(&self, count: usize) -> String {
+        (self.waiting)(count)
+    }
+
+    /// Enter or Submit with items still open.
+    pub fn incomplete(&self, unanswered: usize) -> String {
+        (self.incomplete)(unanswered)
+    }
+
+    /// A progress step's name, e.g. "Question 2".
+    pub fn step(&self, number: usize) -> String {
+        (self.step)(number)
+    }
+
+    /// A request went away without this tab resolving it.
+    pub fn resolved(&self, outcome: Option<Outcome>) -> &'static str {
+        (self.resolved)(outcome)
+    }
+}
+
+static EN: Texts = Texts {
+    skip: "Skip",
+    submit: "Submit",
+    cancel: "Cancel questions",
+    back: "Back",
+    next: "Next",
+    your_answer: "Your answer",
+    other: "Other",
+    other_placeholder: "Other: type your own answer",
+    answer_placeholder: "Type your answer",
+    recommended: "Recommended",
+    choose_one: "Choose one",
+    choose_any: "Choose any",
+    skipped: "Skipped",
+    sending: "Sending…",
+    cancelling: "Cancelling…",
+    send_failed: "Could not send. Everything you typed is kept.",
+    collapse: "Collapse questions",
+    expand: "Expand questions",
+    plan_review: "Plan review",
+    chat_about_it: "Chat about it",
+    region: "Questions from the agent",
+    new_question: "New question",
+    message: "Message",
+    send: "Send",
+    transcript: "Conversation",
+    reconnecting: "Reconnecting…",
+    keyboard_hint: "1–9 choose · Enter next/submit · Shift+Enter newline",
+    dismiss: "Dismiss",
+    answer_failed: "Could not send your answer:",
+    cancel_failed: "Could not cancel:",
+    steps: "Questions",
+    answered: "answered",
+    unanswered: "not answered yet",
+    progress: |current, total| format!("{current} of {total}"),
+    incomplete: |n| match n {
+        1 => "1 question still needs an answer or Skip.".to_owned(),
+        n => format!("{n} questions still need an answer or Skip."),
+    },
+    step: |n| format!("Question {n}"),
+    resolved: |outcome| match outcome {
+        Some(Outcome::Answered) => "This request was answered elsewhere.",
+        Some(Outcome::Cancelled) => "This request was cancelled elsewhere.",
+        Some(Outcome::Aborted) | Some(Outcome::Disposed) => {
+            "The agent stopped waiting for this request."
+        }
+        Some(Outcome::Timeout) => "This request timed out.",
+        None => "This request was already resolved elsewhere.",
+    },
+    waiting: |count| match count {
+        1 => "1 more request waiting".to_owned(),
+        n => format!("{n} more requests waiting"),
+    },
+};
+
+static ZH: Texts = Texts {
+    skip: "跳过",
+    submit: "提交",
+    cancel: "取消提问",
+    back: "上一题",
+    next: "下一题",
+    your_answer: "你的回答",
+    other: "其他",
+    other_placeholder: "其他：输入你自己的回答",
+    answer_placeholder: "输入你的回答",
+    recommended: "推荐",
+    choose_one: "单选",
+    choose_any: "可多选",
+    skipped: "已跳过",
+    sending: "正在发送…",
+    cancelling: "正在取消…",
+    send_failed: "发送失败。你输入的内容都已保留。",
+    collapse: "收起提问",
+    expand: "展开提问",
+    plan_review: "计划审阅",
+    chat_about_it: "先聊一聊",
+    region: "智能体的提问",
+    new_question: "新问题",
+    message: "消息",
+    send: "发送",
+    transcript: "对话",
+    reconnecting: "正在重新连接…",
+    keyboard_hint: "1–9 选择 · Enter 下一题/提交 · Shift+Enter 换行",
+    dismiss: "关闭",
+    answer_failed: "回答发送失败：",
+    cancel_failed: "取消失败：",
+    steps: "问题",
+    answered: "已回答",
+    unanswered: "尚未回答",
+    progress: |current, total| format!("第 {current} 题，共 {total} 题"),
+    incomplete: |n| format!("还有 {n} 个问题需要回答或跳过。"),
+    step: |n| format!("第 {n} 题"),
+    resolved: |outcome| match outcome {
+        Some(Outcome::Answered) => "此请求已在别处回答。",
+        Some(Outcome::Cancelled) => "此请求已在别处取消。",
+        Some(Outcome::Aborted) | Some(Outcome::Disposed) => "智能体已不再等待此请求。",
+        Some(Outcome::Timeout) => "此请求已超时。",
+        None => "此请求已在别处处理。",
+    },
+    waiting: |count| format!("还有 {count} 个请求在等待"),
+};
+
+/// Context: the interface language of everything below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Locale(pub Lang);
+
+impl Locale {
+    /// The interface text.
+    pub fn texts(self) -> &'static Texts {
+        self.0.texts()
+    }
+}
+
+/// The language from context, else the browser's.
+pub fn use_locale() -> Locale {
+    use_context::<Locale>().unwrap_or_else(|| Locale(Lang::from_browser()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chinese_tags_choose_chinese_and_everything_else_english() {
+        assert_eq!(Lang::from_tag("zh-CN"), Lang::Zh);
+        assert_eq!(Lang::from_tag("zh"), Lang::Zh);
+        assert_eq!(Lang::from_tag("ZH_hans"), Lang::Zh);
+        assert_eq!(Lang::from_tag("en-US"), Lang::En);
+        assert_eq!(Lang::from_tag("zu"), Lang::En);
+        assert_eq!(Lang::from_tag(""), Lang::En);
+    }
+
+    #[test]
+    fn progress_and_waiting_read_naturally_in_both_languages() {
+        assert_eq!(Lang::En.texts().progress(2, 3), "2 of 3");
+        assert_eq!(Lang::En.texts().waiting(1), "1 more request waiting");
+        assert_eq!(Lang::En.texts().waiting(2), "2 more requests waiting");
+        assert_eq!(Lang::Zh.texts().progress(2, 3), "第 2 题，共 3 题");
+    }
+}
