@@ -2,10 +2,9 @@
 //! report steps that stream a runner's output live while keeping its summary lines.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where everything lives, and the PATH every child process gets.
@@ -266,53 +265,35 @@ pub fn format_duration(duration: Duration) -> String {
     }
 }
 
-/// Runs `command` with both streams piped: each line is echoed at once to our own
-/// stdout/stderr and kept (ANSI-stripped, in arrival order) for the summary.
+/// Runs `command` with stdout and stderr on one pipe (so cargo's `Running ...`
+/// lines and the tests' results stay in order): each line is echoed at once and
+/// kept, ANSI-stripped, for the summary.
 fn run_captured(command: &mut Command) -> std::io::Result<(bool, Vec<String>)> {
+    let (reader, writer) = std::io::pipe()?;
     let mut child = command
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
         .spawn()?;
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let out = child.stdout.take().map(|s| pump(s, lines.clone(), false));
-    let err = child.stderr.take().map(|s| pump(s, lines.clone(), true));
-    let status = child.wait()?;
-    for thread in [out, err].into_iter().flatten() {
-        let _ = thread.join();
-    }
-    let lines = std::mem::take(&mut *lines.lock().expect("pump threads do not panic"));
-    Ok((status.success(), lines))
-}
-
-fn pump(
-    stream: impl Read + Send + 'static,
-    lines: Arc<Mutex<Vec<String>>>,
-    to_stderr: bool,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let mut reader = BufReader::new(stream);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            // Echo the raw bytes so colours and progress survive.
-            let _ = if to_stderr {
-                std::io::stderr().write_all(&buf)
-            } else {
-                let mut out = std::io::stdout().lock();
-                out.write_all(&buf).and_then(|()| out.flush())
-            };
-            let text = strip_ansi(&String::from_utf8_lossy(&buf));
-            lines
-                .lock()
-                .expect("pump threads do not panic")
-                .push(text.trim_end().to_owned());
+    // Drop our copies of the write end (held by `command`), or reading never ends.
+    command.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(reader);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
         }
-    })
+        // Echo the raw bytes so colours survive.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(&buf).and_then(|()| out.flush());
+        let text = strip_ansi(&String::from_utf8_lossy(&buf));
+        lines.push(text.trim_end().to_owned());
+    }
+    let status = child.wait()?;
+    Ok((status.success(), lines))
 }
 
 /// Removes ANSI escape sequences (colours) so output can be parsed.
@@ -353,6 +334,15 @@ mod tests {
     fn format_duration_switches_to_minutes_after_a_minute() {
         assert_eq!(format_duration(Duration::from_millis(8_400)), "8.4s");
         assert_eq!(format_duration(Duration::from_secs(725)), "12m05s");
+    }
+
+    #[test]
+    fn run_captured_keeps_stdout_and_stderr_lines_in_order_and_the_exit_status() {
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo one; echo two >&2; echo three; exit 3"]);
+        let (passed, lines) = run_captured(&mut command).expect("sh runs");
+        assert!(!passed);
+        assert_eq!(lines, vec!["one", "two", "three"]);
     }
 
     #[test]
