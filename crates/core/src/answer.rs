@@ -1,11 +1,10 @@
 //! The answer batch, its validation against the request, and normalisation.
 
 use crate::error::{ErrorCode, UserInteractionError};
-use crate::limits::MAX_CUSTOM_CHARS;
+use crate::limits::{MAX_CUSTOM_CHARS, MAX_OPTIONS};
 use crate::request::{AskRequest, Question, expect_object};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
 
 /// What the person answered: one entry per question, in question order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,39 +90,42 @@ impl AnswerBatch {
     /// at most one on single-select; none on an optionless question; `custom`
     /// at most 8,000 characters. Normalising a normalised batch changes nothing.
     pub fn normalize(mut self, request: &AskRequest) -> Result<Self, UserInteractionError> {
-        let questions: HashMap<&str, (usize, &Question)> = request
-            .questions
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (q.id.as_str(), (i, q)))
-            .collect();
-        let mut seen = HashSet::new();
+        // Question index of each answer, for the order; a request holds at most
+        // ten questions, so lookups scan instead of hashing.
+        let mut order = Vec::with_capacity(self.answers.len());
+        let mut answered = vec![false; request.questions.len()];
         for (index, answer) in self.answers.iter_mut().enumerate() {
-            let Some((_, question)) = questions.get(answer.id.as_str()) else {
+            let Some(position) = request.questions.iter().position(|q| q.id == answer.id) else {
                 return Err(UserInteractionError::bad_answer(format!(
                     "answers[{index}].id: {:?} is not a question of this request",
                     answer.id
                 )));
             };
-            if !seen.insert(answer.id.clone()) {
+            if std::mem::replace(&mut answered[position], true) {
                 return Err(UserInteractionError::bad_answer(format!(
                     "answers[{index}].id: {:?} is answered more than once",
                     answer.id
                 )));
             }
-            normalize_answer(index, question, answer)?;
+            normalize_answer(index, &request.questions[position], answer)?;
+            order.push(position);
         }
         if let Some(missing) = request
             .questions
             .iter()
-            .find(|q| !seen.contains(q.id.as_str()))
+            .zip(&answered)
+            .find_map(|(q, done)| (!done).then_some(q))
         {
             return Err(UserInteractionError::bad_answer(format!(
                 "answers: question {:?} has no answer (send {{\"id\": {:?}, \"selected\": []}} to skip it)",
                 missing.id, missing.id
             )));
         }
-        self.answers.sort_by_key(|a| questions[a.id.as_str()].0);
+        if !order.is_sorted() {
+            let mut keyed: Vec<(usize, Answer)> = order.into_iter().zip(self.answers).collect();
+            keyed.sort_by_key(|(position, _)| *position);
+            self.answers = keyed.into_iter().map(|(_, answer)| answer).collect();
+        }
         Ok(self)
     }
 
@@ -144,40 +146,60 @@ fn normalize_answer(
     question: &Question,
     answer: &mut Answer,
 ) -> Result<(), UserInteractionError> {
-    let at = format!("answers[{index}] (question {:?})", question.id);
+    // Formatted only on failure.
+    let at = || format!("answers[{index}] (question {:?})", question.id);
     if let Some(custom) = answer.custom.take() {
         let trimmed = custom.trim();
-        let chars = trimmed.chars().count();
-        if chars > MAX_CUSTOM_CHARS {
-            return Err(UserInteractionError::bad_answer(format!(
-                "{at}.custom: at most {MAX_CUSTOM_CHARS} characters, got {chars}"
-            )));
+        // At most MAX_CUSTOM_CHARS bytes means at most that many chars: skip the count.
+        if trimmed.len() > MAX_CUSTOM_CHARS {
+            let chars = trimmed.chars().count();
+            if chars > MAX_CUSTOM_CHARS {
+                return Err(UserInteractionError::bad_answer(format!(
+                    "{}.custom: at most {MAX_CUSTOM_CHARS} characters, got {chars}",
+                    at()
+                )));
+            }
         }
         if !trimmed.is_empty() {
-            answer.custom = Some(trimmed.to_owned());
+            answer.custom = Some(if trimmed.len() == custom.len() {
+                custom
+            } else {
+                trimmed.to_owned()
+            });
         }
     }
-    if !question.has_options() && !answer.selected.is_empty() {
+    let options = question.options();
+    if options.is_empty() && !answer.selected.is_empty() {
         return Err(UserInteractionError::bad_answer(format!(
-            "{at}.selected: the question has no options; answer it with `custom`"
+            "{}.selected: the question has no options; answer it with `custom`",
+            at()
         )));
     }
-    let mut chosen = HashSet::new();
+    let mut chosen = [false; MAX_OPTIONS];
     for label in &answer.selected {
-        if question.option(label).is_none() {
+        let Some(position) = options.iter().position(|o| o.label == *label) else {
             return Err(UserInteractionError::bad_answer(format!(
-                "{at}.selected: {label:?} is not one of the question's options"
+                "{}.selected: {label:?} is not one of the question's options",
+                at()
             )));
-        }
-        if !chosen.insert(label.as_str()) {
+        };
+        // An unvalidated request may hold more options than MAX_OPTIONS; such
+        // labels are checked against the earlier selection instead.
+        let repeated = match chosen.get_mut(position) {
+            Some(seen) => std::mem::replace(seen, true),
+            None => answer.selected.iter().filter(|l| *l == label).count() > 1,
+        };
+        if repeated {
             return Err(UserInteractionError::bad_answer(format!(
-                "{at}.selected: {label:?} is selected more than once"
+                "{}.selected: {label:?} is selected more than once",
+                at()
             )));
         }
     }
     if !question.is_multi_select() && answer.selected.len() > 1 {
         return Err(UserInteractionError::bad_answer(format!(
-            "{at}.selected: the question is single-select; got {} labels",
+            "{}.selected: the question is single-select; got {} labels",
+            at(),
             answer.selected.len()
         )));
     }

@@ -6,7 +6,6 @@ use crate::limits::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_path_to_error::Segment;
-use std::collections::HashSet;
 
 /// The tool's arguments: a batch of questions asked together.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,10 +123,10 @@ impl AskRequest {
                 self.questions.len()
             )));
         }
-        let mut ids = HashSet::new();
         for (index, question) in self.questions.iter().enumerate() {
             question.validate(index)?;
-            if !ids.insert(question.id.as_str()) {
+            // At most ten questions: a scan beats hashing.
+            if self.questions[..index].iter().any(|q| q.id == question.id) {
                 return Err(UserInteractionError::bad_request(format!(
                     "questions[{index}].id: {:?} is used by an earlier question; ids must be unique in a request",
                     question.id
@@ -145,58 +144,78 @@ impl AskRequest {
 
 impl Question {
     fn validate(&self, index: usize) -> Result<(), UserInteractionError> {
-        let at = |field: &str| format!("questions[{index}].{field}");
-        required_text(&at("id"), &self.id, MAX_ID_CHARS)?;
-        required_text(&at("question"), &self.question, MAX_QUESTION_CHARS)?;
+        // Field names are `format_args!`, so they are only formatted on failure.
+        required_text(
+            format_args!("questions[{index}].id"),
+            &self.id,
+            MAX_ID_CHARS,
+        )?;
+        required_text(
+            format_args!("questions[{index}].question"),
+            &self.question,
+            MAX_QUESTION_CHARS,
+        )?;
         if let Some(header) = &self.header {
-            optional_text(&at("header"), header, MAX_HEADER_CHARS)?;
+            optional_text(
+                format_args!("questions[{index}].header"),
+                header,
+                MAX_HEADER_CHARS,
+            )?;
         }
         if let Some(detail) = &self.detail {
-            optional_text(&at("detail"), detail, MAX_DETAIL_CHARS)?;
+            optional_text(
+                format_args!("questions[{index}].detail"),
+                detail,
+                MAX_DETAIL_CHARS,
+            )?;
         }
         let options = self.options();
         if options.len() > MAX_OPTIONS {
             return Err(UserInteractionError::bad_request(format!(
-                "{}: at most {MAX_OPTIONS} options per question, got {}",
-                at("options"),
+                "questions[{index}].options: at most {MAX_OPTIONS} options per question, got {}",
                 options.len()
             )));
         }
-        let mut labels = HashSet::new();
         for (o, option) in options.iter().enumerate() {
-            let field = at(&format!("options[{o}]"));
-            required_text(&format!("{field}.label"), &option.label, MAX_LABEL_CHARS)?;
+            required_text(
+                format_args!("questions[{index}].options[{o}].label"),
+                &option.label,
+                MAX_LABEL_CHARS,
+            )?;
             if let Some(description) = &option.description {
                 optional_text(
-                    &format!("{field}.description"),
+                    format_args!("questions[{index}].options[{o}].description"),
                     description,
                     MAX_DESCRIPTION_CHARS,
                 )?;
             }
-            if !labels.insert(option.label.trim()) {
+            let label = option.label.trim();
+            // At most sixteen options: a scan beats hashing.
+            if options[..o]
+                .iter()
+                .any(|earlier| earlier.label.trim() == label)
+            {
                 return Err(UserInteractionError::bad_request(format!(
-                    "{field}.label: {:?} repeats an earlier option's label; labels must be unique within a question",
+                    "questions[{index}].options[{o}].label: {:?} repeats an earlier option's label; labels must be unique within a question",
                     option.label
                 )));
             }
         }
         if self.is_multi_select() && options.is_empty() {
             return Err(UserInteractionError::bad_request(format!(
-                "{}: multi_select requires options",
-                at("multi_select")
+                "questions[{index}].multi_select: multi_select requires options"
             )));
         }
         if let Some(intent) = &self.intent {
-            let field = at("intent");
             if !options.iter().any(|o| o.label == intent.approve) {
                 return Err(UserInteractionError::bad_intent(format!(
-                    "{field}.approve: {:?} is not one of this question's option labels",
+                    "questions[{index}].intent.approve: {:?} is not one of this question's option labels",
                     intent.approve
                 )));
             }
             if self.detail.as_deref().is_none_or(|d| d.trim().is_empty()) {
                 return Err(UserInteractionError::bad_intent(format!(
-                    "{field}: a plan-review question needs `detail`: it holds the plan being reviewed"
+                    "questions[{index}].intent: a plan-review question needs `detail`: it holds the plan being reviewed"
                 )));
             }
         }
@@ -204,7 +223,11 @@ impl Question {
     }
 }
 
-fn required_text(field: &str, value: &str, max: usize) -> Result<(), UserInteractionError> {
+fn required_text(
+    field: std::fmt::Arguments<'_>,
+    value: &str,
+    max: usize,
+) -> Result<(), UserInteractionError> {
     if value.trim().is_empty() {
         return Err(UserInteractionError::bad_request(format!(
             "{field}: must not be empty"
@@ -213,7 +236,16 @@ fn required_text(field: &str, value: &str, max: usize) -> Result<(), UserInterac
     optional_text(field, value, max)
 }
 
-fn optional_text(field: &str, value: &str, max: usize) -> Result<(), UserInteractionError> {
+/// Lengths are in `char`s (see [`crate::limits`]).
+fn optional_text(
+    field: std::fmt::Arguments<'_>,
+    value: &str,
+    max: usize,
+) -> Result<(), UserInteractionError> {
+    // A string of at most `max` bytes has at most `max` chars: skip the count.
+    if value.len() <= max {
+        return Ok(());
+    }
     let chars = value.chars().count();
     if chars > max {
         return Err(UserInteractionError::bad_request(format!(

@@ -402,3 +402,19 @@ fn answer_helpers_describe_skips() {
     };
     assert!(blank.is_skipped());
 }
+
+#[test]
+fn repeats_are_caught_even_against_an_unvalidated_request_with_many_options() {
+    // normalize does not re-validate the request; it must stay correct anyway.
+    let labels: Vec<Value> = (0..20).map(|i| json!({"label": format!("L{i}")})).collect();
+    let request: AskRequest = serde_json::from_value(json!({"questions": [
+        {"id": "many", "question": "Pick", "multi_select": true, "options": labels}
+    ]}))
+    .unwrap();
+    let ok = batch(json!([{"id": "many", "selected": ["L19", "L18", "L0"]}]));
+    assert!(ok.normalize(&request).is_ok());
+    let repeated = batch(json!([{"id": "many", "selected": ["L19", "L0", "L19"]}]));
+    let error = repeated.normalize(&request).unwrap_err();
+    assert_eq!(error.code, ErrorCode::BadAnswer);
+    assert!(error.message.contains("\"L19\""), "{}", error.message);
+}
