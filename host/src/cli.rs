@@ -19,6 +19,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the host: the page, the event stream and the agent's ask endpoint.
     Serve(ServeArgs),
+    /// Ask a running host: send a request (JSON file or stdin), print the answer batch.
+    Ask(crate::ask_cmd::AskArgs),
 }
 
 /// `ask-user serve`.

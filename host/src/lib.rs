@@ -18,7 +18,9 @@
 //! ```
 
 pub mod api;
+pub mod ask_cmd;
 pub mod cli;
+pub mod demo;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -87,6 +89,9 @@ pub fn app(state: AppState) -> Router {
 /// themselves, so they never hold it up.
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown_token();
+    if state.config().demo {
+        demo::spawn(state.clone());
+    }
     let server = axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .into_future();

@@ -20,6 +20,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => run_serve(args).await,
+        Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
