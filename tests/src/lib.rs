@@ -2,6 +2,7 @@
 
 pub mod browser;
 pub mod host_process;
+pub mod http_host;
 
 /// A loopback port that was free a moment ago (bind to port 0, read it, release it).
 pub fn free_port() -> u16 {
