@@ -117,3 +117,73 @@ pub fn session_events(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pending::MemoryStore;
+    use ask_user_core::AskRequest;
+    use ask_user_core::wire::{SessionEvent, SessionSynced};
+    use futures_util::StreamExt;
+
+    fn request() -> AskRequest {
+        AskRequest::from_json(r#"{"questions": [{"id": "q", "question": "Why?"}]}"#).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_lagging_stream_is_re_synced_with_a_fresh_replay_and_synced() {
+        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::with_channel_capacity(2));
+        let stream = session_events(store.clone(), "s".to_owned(), CancellationToken::new());
+        let mut stream = Box::pin(stream);
+        assert_eq!(
+            *stream.next().await.unwrap(),
+            SessionEvent::SessionSynced(SessionSynced { pending: vec![] })
+        );
+        // Five questions while the stream is not read: more than the channel holds.
+        let ids: Vec<String> = (0..5)
+            .map(|_| store.register("s", request()).unwrap().id)
+            .collect();
+        let mut replayed = Vec::new();
+        for _ in 0..5 {
+            match &*stream.next().await.unwrap() {
+                SessionEvent::QuestionRequested(q) => replayed.push(q.id.clone()),
+                other => panic!("expected the re-sync replay, got {other:?}"),
+            }
+        }
+        assert_eq!(replayed, ids);
+        assert_eq!(
+            *stream.next().await.unwrap(),
+            SessionEvent::SessionSynced(SessionSynced {
+                pending: ids.clone()
+            })
+        );
+        // Then live again.
+        store.cancel("s", &ids[0]).unwrap();
+        assert!(matches!(
+            &*stream.next().await.unwrap(),
+            SessionEvent::QuestionResolved(r) if r.id == ids[0]
+        ));
+    }
+
+    #[tokio::test]
+    async fn shutdown_ends_the_stream_after_what_was_already_broadcast() {
+        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
+        let shutdown = CancellationToken::new();
+        let mut stream = Box::pin(session_events(
+            store.clone(),
+            "s".to_owned(),
+            shutdown.clone(),
+        ));
+        stream.next().await.unwrap();
+        let id = store.register("s", request()).unwrap().id;
+        store.dispose_all();
+        shutdown.cancel();
+        assert!(
+            matches!(&*stream.next().await.unwrap(), SessionEvent::QuestionRequested(q) if q.id == id)
+        );
+        assert!(
+            matches!(&*stream.next().await.unwrap(), SessionEvent::QuestionResolved(r) if r.id == id)
+        );
+        assert!(stream.next().await.is_none());
+    }
+}
