@@ -1,0 +1,162 @@
+//! `ask-user serve` as a process: the one URL line, the token, and a graceful
+//! SIGTERM that resolves pending asks before the process exits.
+
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, future)
+        .await
+        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
+}
+
+struct Served {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    url: String,
+}
+
+async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ask-user"));
+    command
+        .arg("serve")
+        .args(["--addr", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("ASK_USER_TOKEN")
+        .env_remove("ASK_USER_ADDR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("start ask-user serve");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut url = String::new();
+    within("the URL line", stdout.read_line(&mut url))
+        .await
+        .unwrap();
+    Served {
+        child,
+        stdout,
+        url: url.trim_end().to_owned(),
+    }
+}
+
+fn split(url: &str) -> (String, String) {
+    let (base, token) = url.split_once("/?token=").expect("URL carries ?token=");
+    (base.to_owned(), token.to_owned())
+}
+
+async fn terminate(served: &mut Served) -> std::process::ExitStatus {
+    let pid = served.child.id().expect("still running").to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    within("the process to exit", served.child.wait())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn serve_prints_one_url_line_with_the_bound_port_and_a_random_token_then_exits_on_sigterm() {
+    let mut served = serve(&[], &[]).await;
+    let (base, token) = split(&served.url);
+    let port: u16 = base
+        .strip_prefix("http://127.0.0.1:")
+        .expect("loopback URL")
+        .parse()
+        .expect("a port");
+    assert_ne!(port, 0, "the real bound port, not 0");
+    assert_eq!(token.len(), 32);
+    assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+
+    let client = reqwest::Client::new();
+    let health = client.get(format!("{base}/api/health")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let listed = client
+        .get(format!("{base}/api/sessions/s/questions"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 200);
+
+    let status = terminate(&mut served).await;
+    assert!(status.success(), "{status}");
+    let mut rest = String::new();
+    served.stdout.read_to_string(&mut rest).await.unwrap();
+    assert_eq!(rest, "", "stdout holds only the URL line");
+
+    // Another run mints another token.
+    let mut other = serve(&[], &[]).await;
+    assert_ne!(split(&other.url).1, token);
+    terminate(&mut other).await;
+}
+
+#[tokio::test]
+async fn the_token_comes_from_the_flag_or_the_environment() {
+    let mut flagged = serve(&["--token", "from-flag"], &[]).await;
+    assert!(flagged.url.ends_with("/?token=from-flag"), "{}", flagged.url);
+    terminate(&mut flagged).await;
+    let mut from_env = serve(&[], &[("ASK_USER_TOKEN", "from-env")]).await;
+    assert!(from_env.url.ends_with("/?token=from-env"), "{}", from_env.url);
+    terminate(&mut from_env).await;
+}
+
+#[tokio::test]
+async fn a_token_that_cannot_travel_in_a_url_is_refused_at_start() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_ask-user"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--token", "has space"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--token"));
+}
+
+#[tokio::test]
+async fn sigterm_resolves_a_pending_ask_with_ask_aborted_before_exiting() {
+    let mut served = serve(&[], &[]).await;
+    let (base, token) = split(&served.url);
+    let client = reqwest::Client::new();
+    let ask = tokio::spawn({
+        let (client, base, token) = (client.clone(), base.clone(), token.clone());
+        async move {
+            let response = client
+                .post(format!("{base}/api/sessions/s/ask"))
+                .bearer_auth(token)
+                .body(r#"{"questions": [{"id": "a", "question": "Still there?"}]}"#)
+                .send()
+                .await
+                .unwrap();
+            (response.status(), response.text().await.unwrap())
+        }
+    });
+    loop {
+        let listed: serde_json::Value = client
+            .get(format!("{base}/api/sessions/s/questions"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if !listed["pending"].as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    let status = terminate(&mut served).await;
+    assert!(status.success(), "{status}");
+    let (status, body) = within("the ask's answer", ask).await.unwrap();
+    assert_eq!(status, 503);
+    assert!(body.contains("ASK_ABORTED"), "{body}");
+}
