@@ -1,0 +1,94 @@
+//! The wire frames shared by host and browser: exact event names and fields.
+
+use ask_user_core::AskRequest;
+use ask_user_core::wire::*;
+use serde_json::json;
+
+fn request() -> AskRequest {
+    AskRequest::from_value(json!({"questions": [{"id": "a", "question": "Which?"}]})).unwrap()
+}
+
+fn events() -> Vec<SessionEvent> {
+    vec![
+        SessionEvent::QuestionRequested(QuestionRequested {
+            id: "q-1".into(),
+            session: "default".into(),
+            request: request(),
+            created_at_ms: 1_700_000_000_000,
+        }),
+        SessionEvent::QuestionResolved(QuestionResolved {
+            id: "q-1".into(),
+            outcome: Outcome::Cancelled,
+        }),
+        SessionEvent::SessionSynced(SessionSynced {
+            pending: vec!["q-2".into()],
+        }),
+        SessionEvent::MessageCreated(MessageCreated {
+            id: "m-1".into(),
+            role: Role::User,
+            text: "hi".into(),
+        }),
+    ]
+}
+
+#[test]
+fn every_event_has_its_exact_name_and_round_trips_through_its_data() {
+    let names: Vec<&str> = events().iter().map(SessionEvent::name).collect();
+    assert_eq!(
+        names,
+        [
+            "question/requested",
+            "question/resolved",
+            "session/synced",
+            "message/created"
+        ]
+    );
+    for event in events() {
+        assert_eq!(
+            SessionEvent::parse(event.name(), &event.data()),
+            Some(event)
+        );
+    }
+}
+
+#[test]
+fn event_data_uses_the_exact_field_names() {
+    let data: Vec<serde_json::Value> = events()
+        .iter()
+        .map(|e| serde_json::from_str(&e.data()).unwrap())
+        .collect();
+    assert_eq!(
+        data[0],
+        json!({"id": "q-1", "session": "default", "created_at_ms": 1_700_000_000_000u64,
+               "request": {"questions": [{"id": "a", "question": "Which?"}]}})
+    );
+    assert_eq!(data[1], json!({"id": "q-1", "outcome": "cancelled"}));
+    assert_eq!(data[2], json!({"pending": ["q-2"]}));
+    assert_eq!(data[3], json!({"id": "m-1", "role": "user", "text": "hi"}));
+}
+
+#[test]
+fn an_unknown_event_or_unreadable_data_parses_to_none() {
+    assert_eq!(SessionEvent::parse("question/updated", "{}"), None);
+    assert_eq!(SessionEvent::parse(QUESTION_RESOLVED, "{\"id\": 1}"), None);
+}
+
+#[test]
+fn every_outcome_has_its_wire_string() {
+    for (outcome, wire) in [
+        (Outcome::Answered, "answered"),
+        (Outcome::Cancelled, "cancelled"),
+        (Outcome::Aborted, "aborted"),
+        (Outcome::Timeout, "timeout"),
+        (Outcome::Disposed, "disposed"),
+    ] {
+        assert_eq!(outcome.as_str(), wire);
+        assert_eq!(serde_json::to_value(outcome).unwrap(), json!(wire));
+    }
+}
+
+#[test]
+fn a_posted_message_rejects_unknown_fields() {
+    assert!(serde_json::from_value::<PostMessage>(json!({"text": "hi"})).is_ok());
+    assert!(serde_json::from_value::<PostMessage>(json!({"text": "hi", "role": "agent"})).is_err());
+}
