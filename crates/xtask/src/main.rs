@@ -73,7 +73,7 @@ fn run(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     println!("\n==> Building the page with Trunk (release)");
     ctx.run_setup(trunk_build(ctx))?;
     println!("\n==> Building the host");
-    ctx.run_setup(ctx.cargo(["build", "-p", "ask-user-host", "--bin", "ask-user"]))?;
+    ctx.run_setup(host_build(ctx))?;
     let mut host = ctx.command(host_binary(ctx));
     host.args(["serve", "--addr", &addr, "--dist"])
         .arg(ctx.root.join(DIST))
@@ -133,10 +133,21 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         ]),
         summary::clippy,
     );
-    report.run(
-        "native tests (cargo test --workspace)",
-        ctx.cargo(["test", "--workspace", "--no-fail-fast"]),
-        summary::cargo_test,
+    let built = report.run(
+        "Trunk release build (dist/)",
+        trunk_build(ctx),
+        summary::errors,
+    );
+    if built {
+        match summary::page_size(&ctx.root.join(DIST)) {
+            Ok(size) => report.note(size),
+            Err(err) => report.note(format!("could not measure the build: {err}")),
+        }
+    }
+    let host_built = report.run(
+        "host binary (cargo build --workspace --bin ask-user)",
+        host_build(ctx),
+        summary::errors,
     );
 
     let mut wasm_tests = ctx.cargo([
@@ -157,35 +168,31 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         summary::cargo_test,
     );
 
-    let built = report.run(
-        "Trunk release build (dist/)",
-        trunk_build(ctx),
-        summary::errors,
-    );
-    if built {
-        match summary::page_size(&ctx.root.join(DIST)) {
-            Ok(size) => report.note(size),
-            Err(err) => report.note(format!("could not measure the build: {err}")),
-        }
-    }
-    // Same package selection as the native tests, so no dependency is rebuilt
-    // with other features; this only links the binaries.
-    let host_built = report.run(
-        "host binary (cargo build --workspace --bins)",
-        ctx.cargo(["build", "--workspace", "--bins"]),
-        summary::errors,
-    );
-
-    let browser_step = "browser tests: release build on the real host (headless Chromium)";
+    // Native and browser tests in one run: `cargo test -p ask-user-tests` alone
+    // would resolve features for fewer packages and rebuild proc-macro2, serde and
+    // everything above them. With ASK_USER_E2E_DIST set, the browser tests in
+    // tests/ start the real host on the release build and drive headless Chromium.
+    let mut native = ctx.cargo(["test", "--workspace", "--no-fail-fast"]);
     if built && host_built {
-        let mut browser_tests = ctx.cargo(["test", "-p", "ask-user-tests", "--no-fail-fast"]);
-        browser_tests
+        native
             .env(E2E_DIST_ENV, ctx.root.join(DIST))
             .env(HOST_BIN_ENV, host_binary(ctx))
             .env("CHROMEDRIVER", &chromedriver);
-        report.run(browser_step, browser_tests, summary::cargo_test);
+        report.run(
+            "native + browser tests (cargo test --workspace, ASK_USER_E2E_DIST=dist)",
+            native,
+            summary::cargo_test,
+        );
     } else {
-        report.skip(browser_step, "needs the Trunk build and the host binary");
+        report.run(
+            "native tests (cargo test --workspace)",
+            native,
+            summary::cargo_test,
+        );
+        report.skip(
+            "browser tests (tests/, on the release build)",
+            "need the Trunk build and the host binary",
+        );
     }
 
     report.print("cargo xtask test", started.elapsed());
@@ -273,6 +280,13 @@ fn trunk_build(ctx: &Ctx) -> Command {
         .args(["build", "--release"])
         .env("TRUNK_SKIP_VERSION_CHECK", "true");
     command
+}
+
+/// Builds the `ask-user` binary. `--workspace` resolves features as `cargo test
+/// --workspace` does, so its dependencies are compiled once for both (only the
+/// host's own dependencies are built).
+fn host_build(ctx: &Ctx) -> Command {
+    ctx.cargo(["build", "--workspace", "--bin", "ask-user"])
 }
 
 fn host_binary(ctx: &Ctx) -> PathBuf {
