@@ -144,7 +144,10 @@ impl AskUserServer {
                 abort.abort();
                 ask.await
             }
-            () = std::future::pending::<()>() => { let _ = &exchange; ask.await }
+            () = exchange.cancelled() => {
+                abort.abort();
+                ask.await
+            }
         };
         call_result(&result)
     }
