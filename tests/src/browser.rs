@@ -110,6 +110,12 @@ impl Browser {
     /// Starts chromedriver on a free loopback port and opens a headless session
     /// that logs every console message.
     pub async fn launch() -> Result<Self, BrowserError> {
+        Self::launch_with_args(&[]).await
+    }
+
+    /// [`Browser::launch`] with extra Chromium flags after [`CHROMIUM_FLAGS`]
+    /// (e.g. `--lang=en-US`, so the page's interface language is fixed).
+    pub async fn launch_with_args(extra_args: &[&str]) -> Result<Self, BrowserError> {
         let path = chromedriver().ok_or(BrowserError::NoDriver)?;
         let port = crate::free_port();
         let mut command = Command::new(&path);
@@ -126,7 +132,8 @@ impl Browser {
         let mut browser_driver = DriverGuard(Some(driver));
         wait_for_port(port).ok_or(BrowserError::NotReady(port))?;
 
-        let mut options = json!({ "args": CHROMIUM_FLAGS });
+        let args: Vec<&str> = CHROMIUM_FLAGS.iter().chain(extra_args).copied().collect();
+        let mut options = json!({ "args": args });
         if let Some(binary) = std::env::var_os("CHROME") {
             options["binary"] = Value::from(binary.to_string_lossy().into_owned());
         }

@@ -1,6 +1,7 @@
 //! Shared helpers for ask-user's cross-crate tests.
 
 pub mod browser;
+pub mod e2e;
 pub mod host_process;
 pub mod http_host;
 
