@@ -121,7 +121,9 @@ async fn agent(
         );
         let id = frames.next_requested_id().await;
         let answered = client
-            .post(format!("{base}/api/sessions/{session}/questions/{id}/answer"))
+            .post(format!(
+                "{base}/api/sessions/{session}/questions/{id}/answer"
+            ))
             .bearer_auth(&token)
             .body(ANSWER)
             .send()

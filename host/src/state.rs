@@ -108,7 +108,10 @@ impl AppState {
         });
         Self {
             inner: Arc::new(Inner {
-                capacity: Arc::new(Semaphore::new(config.max_pending)),
+                // Beyond MAX_PERMITS the semaphore would panic; that many is unbounded anyway.
+                capacity: Arc::new(Semaphore::new(
+                    config.max_pending.min(Semaphore::MAX_PERMITS),
+                )),
                 config,
                 store,
                 interaction,

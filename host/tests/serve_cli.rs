@@ -78,7 +78,11 @@ async fn serve_prints_one_url_line_with_the_bound_port_and_a_random_token_then_e
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
 
     let client = reqwest::Client::new();
-    let health = client.get(format!("{base}/api/health")).send().await.unwrap();
+    let health = client
+        .get(format!("{base}/api/health"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(health.status(), 200);
     let listed = client
         .get(format!("{base}/api/sessions/s/questions"))
@@ -103,10 +107,18 @@ async fn serve_prints_one_url_line_with_the_bound_port_and_a_random_token_then_e
 #[tokio::test]
 async fn the_token_comes_from_the_flag_or_the_environment() {
     let mut flagged = serve(&["--token", "from-flag"], &[]).await;
-    assert!(flagged.url.ends_with("/?token=from-flag"), "{}", flagged.url);
+    assert!(
+        flagged.url.ends_with("/?token=from-flag"),
+        "{}",
+        flagged.url
+    );
     terminate(&mut flagged).await;
     let mut from_env = serve(&[], &[("ASK_USER_TOKEN", "from-env")]).await;
-    assert!(from_env.url.ends_with("/?token=from-env"), "{}", from_env.url);
+    assert!(
+        from_env.url.ends_with("/?token=from-env"),
+        "{}",
+        from_env.url
+    );
     terminate(&mut from_env).await;
 }
 

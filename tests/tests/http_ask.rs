@@ -540,7 +540,7 @@ async fn shutdown_resolves_pending_asks_as_aborted_and_streams_see_disposed_then
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(body["error"]["code"], "ASK_ABORTED");
     }
-    let mut disposed = vec![tab.resolved().await, tab.resolved().await];
+    let mut disposed = [tab.resolved().await, tab.resolved().await];
     disposed.sort_by_key(|r| r.id != first_id);
     assert_eq!(disposed[0].id, first_id);
     assert_eq!(disposed[1].id, second_id);
@@ -567,4 +567,19 @@ async fn an_ask_after_shutdown_began_fails_with_ask_aborted() {
         .unwrap_err();
     assert_eq!(error.code(), "ASK_ABORTED");
     assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[tokio::test]
+async fn an_enormous_max_pending_is_accepted_as_unbounded() {
+    let host = TestHost::start_with(|config| config.max_pending = usize::MAX).await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let ask = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    assert_eq!(
+        host.answer("s1", &id, &answer_postgres()).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = within("the ask", ask).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
 }
