@@ -35,11 +35,19 @@ const PLAN: &str = r###"{"questions":[
 pub struct FixtureTransport;
 
 impl FixtureTransport {
-    /// A memory host that asks the fixture request on every open.
+    /// A memory host that asks the fixture request on every open. With `item`
+    /// (1-based) the batch opens on that item with the earlier ones answered,
+    /// through the same sessionStorage drafts a reload restores.
     #[allow(clippy::new_ret_no_self)]
-    pub fn new(kind: &str) -> MemoryTransport {
+    pub fn new(kind: &str, item: Option<usize>) -> MemoryTransport {
+        if let Some(item) = item.filter(|_| kind != "plan") {
+            seed_drafts(item);
+        }
         let json = if kind == "plan" { PLAN } else { BATCH };
-        let request = AskRequest::from_json(json).expect("the fixture request is valid");
+        // serde_json directly: `AskRequest::from_json`'s field-path errors would
+        // add serde_path_to_error to the page for a request known to be valid.
+        let request: AskRequest = serde_json::from_str(json).expect("the fixture request parses");
+        debug_assert!(request.validate().is_ok());
         let transport = MemoryTransport::new();
         transport.set_replay(vec![
             message("m1", Role::User, "Set up the new service for me."),
@@ -83,6 +91,22 @@ impl FixtureTransport {
             }
         });
         transport
+    }
+}
+
+/// Answers the items before `item` and opens the batch there.
+fn seed_drafts(item: usize) {
+    let checks = if item > 2 {
+        r#""Unit tests","Browser tests""#
+    } else {
+        ""
+    };
+    let current = item.clamp(1, 3) - 1;
+    let drafts = format!(
+        r#"{{"items":[{{"id":"db","selected":["Postgres (Recommended)"]}},{{"id":"checks","selected":[{checks}]}},{{"id":"name","text":""}}],"current":{current}}}"#
+    );
+    if let Some(storage) = web_sys::window().and_then(|w| w.session_storage().ok().flatten()) {
+        let _ = storage.set_item(&ask_user_composer::storage::draft_key("fixture-1"), &drafts);
     }
 }
 

@@ -3,7 +3,8 @@
 //! question composer takes over while questions are pending.
 //!
 //! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
-//! for screenshots and CSS work; see the README's Development section.
+//! for screenshots and CSS work (`&item=2` opens the batch on its second item);
+//! see the README's Development section.
 
 mod fixture;
 
@@ -23,11 +24,12 @@ fn main() {
     };
     let session = param("session").unwrap_or_else(|| ask_user_core::DEFAULT_SESSION.to_owned());
     let fixture = param("fixture");
+    let item = param("item").and_then(|i| i.parse().ok());
     let title = session.clone();
     mount_to_body(move || {
         let conversation = match fixture.as_deref() {
             Some(kind) => {
-                conversation_view_with(Transport::new(fixture::FixtureTransport::new(kind)))
+                conversation_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
                     .into_any()
             }
             None => conversation_view(MountOptions {

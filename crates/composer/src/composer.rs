@@ -346,6 +346,29 @@ fn Item(session: QuestionSession, texts: &'static Texts, uid: usize, item: usize
         })
         .collect_view();
 
+    // Roving focus: when the state moves option focus (a number key, an arrow)
+    // while DOM focus is on an option, DOM focus follows.
+    let options_ref = NodeRef::<html::Div>::new();
+    Effect::new(move |_| {
+        let Some(index) = with_active(state, |r| r.option_focus).flatten() else {
+            return;
+        };
+        let Some(list) = options_ref.get() else {
+            return;
+        };
+        let focused = document().active_element();
+        let on_option = focused.as_ref().is_some_and(|e| {
+            list.contains(Some(e)) && e.get_attribute("data-auq").as_deref() == Some("option")
+        });
+        let selector = format!("[data-option-index=\"{index}\"]");
+        if on_option
+            && let Some(target) = list.query_selector(&selector).ok().flatten()
+            && focused.as_ref() != Some(&target)
+            && let Ok(target) = target.dyn_into::<web_sys::HtmlElement>()
+        {
+            let _ = target.focus();
+        }
+    });
     let text_ref = NodeRef::<html::Textarea>::new();
     // Keep the box in step with the state (restore, skip) without touching it
     // while the person types: the same value is never written back.
@@ -380,6 +403,7 @@ fn Item(session: QuestionSession, texts: &'static Texts, uid: usize, item: usize
                     class="auq-options"
                     role=if multi { "group" } else { "radiogroup" }
                     aria-labelledby=question_id.clone()
+                    node_ref=options_ref
                 >
                     {options}
                 </div>
