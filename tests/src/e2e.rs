@@ -229,8 +229,13 @@ impl E2e {
     /// If the host or the browser cannot be started.
     pub async fn start(name: &str, extra_args: &[&str]) -> Option<Self> {
         let dist = e2e_dist()?;
-        let host = HostProcess::start(&dist, extra_args).expect("the host starts and prints its URL");
-        assert!(host.token().is_some(), "the host's URL carries its token: {}", host.url());
+        let host =
+            HostProcess::start(&dist, extra_args).expect("the host starts and prints its URL");
+        assert!(
+            host.token().is_some(),
+            "the host's URL carries its token: {}",
+            host.url()
+        );
         let browser = Browser::launch_with_args(BROWSER_ARGS)
             .await
             .expect("headless Chromium starts");
@@ -321,10 +326,7 @@ impl E2e {
 
     /// Reloads the current window and waits until the page runs again.
     pub async fn reload(&self) -> Snapshot {
-        self.client()
-            .refresh()
-            .await
-            .expect("the page reloads");
+        self.client().refresh().await.expect("the page reloads");
         self.wait_until_ready().await
     }
 
@@ -572,8 +574,11 @@ impl E2e {
     pub async fn finish(self) {
         let errors = self.page_errors().await;
         if !errors.is_empty() {
-            self.fail("the end of the test", &format!("the page logged errors: {errors:#?}"))
-                .await;
+            self.fail(
+                "the end of the test",
+                &format!("the page logged errors: {errors:#?}"),
+            )
+            .await;
         }
         self.browser.close().await;
     }

@@ -22,12 +22,15 @@ async fn an_mcp_tool_call_is_answered_in_the_page_and_the_answer_is_the_tool_res
     };
     e2e.open("default").await;
 
-    let config = StreamableHttpClientTransportConfig::with_uri(e2e.url("/mcp"))
-        .auth_header(e2e.token());
-    let client = tokio::time::timeout(WAIT, ().serve(StreamableHttpClientTransport::from_config(config)))
-        .await
-        .expect("the MCP handshake finishes")
-        .expect("initialize succeeds");
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(e2e.url("/mcp")).auth_header(e2e.token());
+    let client = tokio::time::timeout(
+        WAIT,
+        ().serve(StreamableHttpClientTransport::from_config(config)),
+    )
+    .await
+    .expect("the MCP handshake finishes")
+    .expect("initialize succeeds");
     let Value::Object(arguments) = json!({"questions": [
         {"id": "db", "question": "Which database?", "header": "Database",
          "options": [{"label": "Postgres (Recommended)"}, {"label": "SQLite"}]},
@@ -49,10 +52,13 @@ async fn an_mcp_tool_call_is_answered_in_the_page_and_the_answer_is_the_tool_res
     assert!(page.question_shown && !page.message_shown, "{page:#?}");
     // The recommended option is named by its label, badge after it.
     e2e.click(Role::Radio, "Postgres").await;
-    e2e.wait_for("the free-text item", |s| s.item == Some(1)).await;
-    let answer = e2e.type_into("Your answer", "it scales").await;
-    e2e.wait_for("the typed answer", |s| s.answer_box.as_deref() == Some("it scales"))
+    e2e.wait_for("the free-text item", |s| s.item == Some(1))
         .await;
+    let answer = e2e.type_into("Your answer", "it scales").await;
+    e2e.wait_for("the typed answer", |s| {
+        s.answer_box.as_deref() == Some("it scales")
+    })
+    .await;
     e2e.press_enter(&answer).await;
 
     let response = e2e
@@ -101,22 +107,38 @@ async fn the_demo_agent_replies_asks_three_questions_and_posts_a_summary_of_the_
     assert_eq!(
         page.transcript,
         vec![
-            Message { role: "user".into(), text: said.into() },
-            Message { role: "agent".into(), text: demo::REPLY.into() },
+            Message {
+                role: "user".into(),
+                text: said.into()
+            },
+            Message {
+                role: "agent".into(),
+                text: demo::REPLY.into()
+            },
         ]
     );
-    assert_eq!(page.question.as_deref(), Some("How should I approach this?"));
+    assert_eq!(
+        page.question.as_deref(),
+        Some("How should I approach this?")
+    );
     assert_eq!(page.progress.as_deref(), Some("1 of 3"));
-    assert!(!page.message_shown, "the Message box is hidden while questions are pending");
+    assert!(
+        !page.message_shown,
+        "the Message box is hidden while questions are pending"
+    );
 
     e2e.click(Role::Radio, "Small steps").await;
-    e2e.wait_for("the multi-select item", |s| s.item == Some(1)).await;
+    e2e.wait_for("the multi-select item", |s| s.item == Some(1))
+        .await;
     e2e.click(Role::Checkbox, "Tests").await;
     e2e.click(Role::Checkbox, "Accessibility").await;
-    e2e.wait_for("both choices", |s| s.checked("Tests") && s.checked("Accessibility"))
-        .await;
+    e2e.wait_for("both choices", |s| {
+        s.checked("Tests") && s.checked("Accessibility")
+    })
+    .await;
     e2e.click(Role::Button, "Next").await;
-    e2e.wait_for("the free-text item", |s| s.item == Some(2)).await;
+    e2e.wait_for("the free-text item", |s| s.item == Some(2))
+        .await;
     let notes = e2e.type_into("Your answer", "Keep the diff small.").await;
     e2e.wait_for("the notes", |s| {
         s.answer_box.as_deref() == Some("Keep the diff small.")
@@ -138,7 +160,10 @@ async fn the_demo_agent_replies_asks_three_questions_and_posts_a_summary_of_the_
         .await;
     assert_eq!(
         page.transcript[2],
-        Message { role: "agent".into(), text: summary }
+        Message {
+            role: "agent".into(),
+            text: summary
+        }
     );
     let page = e2e
         .wait_for("the Message box to come back", |s| {

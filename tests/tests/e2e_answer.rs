@@ -41,9 +41,15 @@ async fn an_answer_given_in_the_page_returns_the_exact_batch_and_the_message_box
                 && s.question.as_deref() == Some("Which database should the service use?")
         })
         .await;
-    let id = page.question_id.clone().expect("the request's id is on the page");
+    let id = page
+        .question_id
+        .clone()
+        .expect("the request's id is on the page");
     assert_eq!(e2e.pending_ids("default").await, vec![id.clone()]);
-    assert!(!page.message_shown, "the Message box is hidden while questions are pending");
+    assert!(
+        !page.message_shown,
+        "the Message box is hidden while questions are pending"
+    );
     assert_eq!(page.progress.as_deref(), Some("1 of 4"));
 
     // A single-select choice records and moves on at once.
@@ -57,7 +63,8 @@ async fn an_answer_given_in_the_page_returns_the_exact_batch_and_the_message_box
     })
     .await;
     e2e.click(Role::Button, "Next").await;
-    e2e.wait_for("the deadline item", |s| s.item == Some(2)).await;
+    e2e.wait_for("the deadline item", |s| s.item == Some(2))
+        .await;
     e2e.click(Role::Button, "Skip").await;
     e2e.wait_for("the name item", |s| s.item == Some(3)).await;
     let other = e2e.type_into("Other", "Project Falcon").await;
@@ -166,11 +173,16 @@ async fn enter_during_an_ime_composition_in_the_other_box_does_not_submit_and_a_
         .await;
     let id = page.question_id.expect("the request's id is on the page");
     let other = e2e.type_into("Other", "Tokyo ").await;
-    e2e.wait_for("the typed text", |s| s.answer_box.as_deref() == Some("Tokyo "))
-        .await;
+    e2e.wait_for("the typed text", |s| {
+        s.answer_box.as_deref() == Some("Tokyo ")
+    })
+    .await;
 
     for (case, script) in [
-        ("composition with isComposing, then compositionend + Enter", COMPOSE_AND_CONFIRM_JS),
+        (
+            "composition with isComposing, then compositionend + Enter",
+            COMPOSE_AND_CONFIRM_JS,
+        ),
         ("keydown Enter with keyCode 229", KEYCODE_229_JS),
     ] {
         let untouched = e2e.script_on(&other, script).await;
@@ -183,11 +195,16 @@ async fn enter_during_an_ime_composition_in_the_other_box_does_not_submit_and_a_
             "{case}: the composer must not submit: {page:#?}"
         );
         assert!(
-            untouched.as_array().is_some_and(|keys| keys.iter().all(|k| k == true)),
+            untouched
+                .as_array()
+                .is_some_and(|keys| keys.iter().all(|k| k == true)),
             "{case}: the IME's Enter must keep its default action: {untouched}"
         );
         assert_eq!(page.answer_box.as_deref(), Some("Tokyo 東京"), "{case}");
-        assert!(page.question_shown && !page.message_shown, "{case}: {page:#?}");
+        assert!(
+            page.question_shown && !page.message_shown,
+            "{case}: {page:#?}"
+        );
         assert_eq!(
             e2e.pending_ids("default").await,
             vec![id.clone()],

@@ -31,7 +31,10 @@ async fn answering_in_one_tab_removes_the_question_from_the_other_tab() {
         .wait_for("the question in the first tab", |s| s.question_shown)
         .await;
     assert!(in_first.question_id.is_some());
-    assert_eq!(in_first.question_id, in_second.question_id, "the same request in both");
+    assert_eq!(
+        in_first.question_id, in_second.question_id,
+        "the same request in both"
+    );
     // Both pages are visible with their streams up: the second tab must learn
     // of the answer live, not from a replay after it was hidden.
     assert_eq!(
@@ -44,13 +47,19 @@ async fn answering_in_one_tab_removes_the_question_from_the_other_tab() {
     e2e.click(Role::Button, "Submit").await;
     let (status, body) = e2e.reply("the agent's answer", agent).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body, json!({"answers": [{"id": "deploy", "selected": ["Yes"]}]}));
+    assert_eq!(
+        body,
+        json!({"answers": [{"id": "deploy", "selected": ["Yes"]}]})
+    );
     let page = e2e
         .wait_for("the first tab's Message box to come back", |s| {
             s.message_shown && !s.question_shown
         })
         .await;
-    assert_eq!(page.notice, None, "answered in this tab, nothing to explain");
+    assert_eq!(
+        page.notice, None,
+        "answered in this tab, nothing to explain"
+    );
 
     e2e.switch_to(&second).await;
     let page = e2e
@@ -86,7 +95,8 @@ async fn after_a_reload_mid_answer_the_same_question_and_draft_are_back_and_answ
         .await;
     let id = page.question_id.expect("the request's id is on the page");
     e2e.click(Role::Radio, "Staging").await;
-    e2e.wait_for("the free-text item", |s| s.item == Some(1)).await;
+    e2e.wait_for("the free-text item", |s| s.item == Some(1))
+        .await;
     e2e.type_into("Your answer", "Needs a dry run").await;
     e2e.wait_for("the draft", |s| {
         s.answer_box.as_deref() == Some("Needs a dry run")
@@ -102,16 +112,24 @@ async fn after_a_reload_mid_answer_the_same_question_and_draft_are_back_and_answ
         })
         .await
     };
-    assert_eq!(page.question_id.as_deref(), Some(id.as_str()), "the same id");
+    assert_eq!(
+        page.question_id.as_deref(),
+        Some(id.as_str()),
+        "the same id"
+    );
     assert_eq!(page.item, Some(1), "back on the item being answered");
     assert_eq!(e2e.pending_ids("default").await, vec![id.clone()]);
     assert!(!agent.is_finished());
 
     e2e.click(Role::Button, "Back").await;
     let page = e2e.wait_for("the first item", |s| s.item == Some(0)).await;
-    assert!(page.checked("Staging"), "the earlier choice survived: {page:#?}");
+    assert!(
+        page.checked("Staging"),
+        "the earlier choice survived: {page:#?}"
+    );
     e2e.click(Role::Button, "Next").await;
-    e2e.wait_for("the free-text item", |s| s.item == Some(1)).await;
+    e2e.wait_for("the free-text item", |s| s.item == Some(1))
+        .await;
     let answer = e2e.type_into("Your answer", " first").await;
     e2e.wait_for("the longer draft", |s| {
         s.answer_box.as_deref() == Some("Needs a dry run first")
