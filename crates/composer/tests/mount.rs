@@ -71,7 +71,10 @@ fn options_match(root: &HtmlElement, labels: &[&str]) -> bool {
 fn question_view_shows_the_question_and_every_option_label_in_order() {
     let root = container();
     let q = deploy_question();
-    let _mounted = mount_to(root.clone(), move || view! { <QuestionView question=q.clone() /> });
+    let _mounted = mount_to(
+        root.clone(),
+        move || view! { <QuestionView question=q.clone() /> },
+    );
 
     assert_eq!(
         texts(&root, ".auq-question__text"),
@@ -88,8 +91,14 @@ fn question_view_shows_the_question_and_every_option_label_in_order() {
 async fn question_view_rerenders_when_its_question_changes() {
     let root = container();
     let (current, set_current) = signal(deploy_question());
-    let _mounted = mount_to(root.clone(), move || view! { <QuestionView question=current /> });
-    assert!(options_match(&root, &["Staging", "Production", "Nowhere yet"]));
+    let _mounted = mount_to(
+        root.clone(),
+        move || view! { <QuestionView question=current /> },
+    );
+    assert!(options_match(
+        &root,
+        &["Staging", "Production", "Nowhere yet"]
+    ));
 
     set_current.set(question(serde_json::json!({
         "id": "db",
@@ -110,8 +119,14 @@ async fn question_view_rerenders_when_its_question_changes() {
 fn question_view_without_options_renders_no_option() {
     let root = container();
     let q = question(serde_json::json!({"id": "name", "question": "What should we call it?"}));
-    let _mounted = mount_to(root.clone(), move || view! { <QuestionView question=q.clone() /> });
+    let _mounted = mount_to(
+        root.clone(),
+        move || view! { <QuestionView question=q.clone() /> },
+    );
 
-    assert_eq!(texts(&root, ".auq-question__text"), vec!["What should we call it?"]);
+    assert_eq!(
+        texts(&root, ".auq-question__text"),
+        vec!["What should we call it?"]
+    );
     assert!(texts(&root, ".auq-option").is_empty());
 }
