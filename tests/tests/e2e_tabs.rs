@@ -67,10 +67,12 @@ async fn answering_in_one_tab_removes_the_question_from_the_other_tab() {
             !s.question_shown && s.message_shown
         })
         .await;
-    assert_eq!(
-        page.notice.as_deref().map(str::trim),
-        Some("This request was answered elsewhere.Dismiss"),
-        "the second tab says why the question went away"
+    assert!(
+        page.notice
+            .as_deref()
+            .is_some_and(|notice| notice.contains("answered elsewhere")),
+        "the second tab says why the question went away: {:?}",
+        page.notice
     );
     assert_eq!(page.visibility, "visible");
     e2e.finish().await;
