@@ -168,11 +168,23 @@ pub fn Conversation(
             }
         });
     });
+    // "Reconnecting…" only after the stream was up once, not on first load.
+    let was_open = RwSignal::new(false);
+    Effect::new(move |_| {
+        if stream.status.get() == StreamStatus::Open {
+            was_open.set(true);
+        }
+    });
+    let connection = move || match stream.status.get() {
+        StreamStatus::Connecting if was_open.get() => Some(texts.reconnecting),
+        StreamStatus::Failed => Some(texts.disconnected),
+        _ => None,
+    };
     view! {
         <div class="auq-conversation" data-auq="conversation" lang=lang.tag()>
             <Transcript messages=stream.messages lang />
-            {move || (stream.status.get() == StreamStatus::Connecting).then(|| view! {
-                <p class="auq-connection" data-auq="connection">{texts.reconnecting}</p>
+            {move || connection().map(|text| view! {
+                <p class="auq-connection" role="status" data-auq="connection">{text}</p>
             })}
             {move || error.get().map(|e| view! { <p class="auq-error" role="alert" data-auq="message-error">{e}</p> })}
             <ComposerSlot>

@@ -106,8 +106,8 @@ pub struct Texts {
     pub transcript: &'static str,
     /// Shown while the event stream is down.
     pub reconnecting: &'static str,
-    /// Keyboard hint under the item.
-    pub keyboard_hint: &'static str,
+    /// Shown when the event stream was refused and will not come back by itself.
+    pub disconnected: &'static str,
     /// Dismisses a notice.
     pub dismiss: &'static str,
     /// Prefix of an answer that could not be sent.
@@ -181,7 +181,7 @@ static EN: Texts = Texts {
     send: "Send",
     transcript: "Conversation",
     reconnecting: "Reconnecting…",
-    keyboard_hint: "1–9 choose · Enter next/submit · Shift+Enter newline",
+    disconnected: "Disconnected from the host. Reload the page to reconnect.",
     dismiss: "Dismiss",
     answer_failed: "Could not send your answer:",
     cancel_failed: "Could not cancel:",
@@ -236,7 +236,7 @@ static ZH: Texts = Texts {
     send: "发送",
     transcript: "对话",
     reconnecting: "正在重新连接…",
-    keyboard_hint: "1–9 选择 · Enter 下一题/提交 · Shift+Enter 换行",
+    disconnected: "与主机的连接已断开。请刷新页面重新连接。",
     dismiss: "关闭",
     answer_failed: "回答发送失败：",
     cancel_failed: "取消失败：",

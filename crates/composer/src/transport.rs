@@ -59,6 +59,9 @@ pub enum StreamStatus {
     Open,
     /// Closed on purpose (hidden tab, unmount).
     Closed,
+    /// Refused for good (e.g. 401 after the host restarted with a new token);
+    /// the browser will not retry by itself.
+    Failed,
 }
 
 /// Where a transport delivers what the event stream says.
@@ -297,10 +300,18 @@ fn open_event_source(url: &str, sink: EventSink) -> EventStream {
     let open_sink = sink.clone();
     let on_open =
         Closure::<dyn FnMut(web_sys::Event)>::new(move |_| open_sink.status(StreamStatus::Open));
-    // EventSource reconnects by itself; the replay on reopen makes that lossless.
+    // EventSource reconnects by itself after a dropped connection (the replay on
+    // reopen makes that lossless), but not after an HTTP error: then it is CLOSED.
     let error_sink = sink.clone();
+    let error_source = source.clone();
     let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
-        error_sink.status(StreamStatus::Connecting)
+        error_sink.status(
+            if error_source.ready_state() == web_sys::EventSource::CLOSED {
+                StreamStatus::Failed
+            } else {
+                StreamStatus::Connecting
+            },
+        )
     });
     source.set_onopen(Some(on_open.as_ref().unchecked_ref()));
     source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
