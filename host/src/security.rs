@@ -146,6 +146,24 @@ pub fn authorized(headers: &HeaderMap, token: &str, port: u16) -> bool {
         .any(|(k, v)| k == name && token_matches(token, v))
 }
 
+/// The `?token=` of a `GET …/events` request, percent-decoded. `EventSource`
+/// cannot send headers, so a page without the cookie (an embed given the
+/// token) can only authenticate its event stream this way; nothing else
+/// accepts a token in the URL.
+pub fn events_query_token(method: &Method, uri: &axum::http::Uri) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct TokenQuery {
+        token: Option<String>,
+    }
+    if method != Method::GET || !uri.path().ends_with("/events") {
+        return None;
+    }
+    axum::extract::Query::<TokenQuery>::try_from_uri(uri)
+        .ok()?
+        .0
+        .token
+}
+
 /// Refuses (401) an `/api` request without the token.
 pub async fn require_token(
     State(state): State<AppState>,
@@ -153,7 +171,10 @@ pub async fn require_token(
     next: Next,
 ) -> Response {
     let config = state.config();
-    if authorized(request.headers(), &config.token, config.port) {
+    let allowed = authorized(request.headers(), &config.token, config.port)
+        || events_query_token(request.method(), request.uri())
+            .is_some_and(|presented| token_matches(&config.token, &presented));
+    if allowed {
         next.run(request).await
     } else {
         ApiError::Unauthorized.into_response()
@@ -252,6 +273,27 @@ mod tests {
         assert!(!origin_allowed("http://evil.example:7411", 7411, &[]));
         assert!(!origin_allowed("null", 7411, &[]));
         assert!(!origin_allowed("http://127.0.0.1", 7411, &[]));
+    }
+
+    #[test]
+    fn only_an_event_stream_get_takes_the_token_from_its_query() {
+        let uri = |u: &str| u.parse::<axum::http::Uri>().unwrap();
+        assert_eq!(
+            events_query_token(&Method::GET, &uri("/api/sessions/a/events?token=a%2Bb")),
+            Some("a+b".to_owned())
+        );
+        assert_eq!(
+            events_query_token(&Method::GET, &uri("/api/sessions/a/events")),
+            None
+        );
+        assert_eq!(
+            events_query_token(&Method::POST, &uri("/api/sessions/a/events?token=t")),
+            None
+        );
+        assert_eq!(
+            events_query_token(&Method::GET, &uri("/api/sessions/a/questions?token=t")),
+            None
+        );
     }
 
     #[test]

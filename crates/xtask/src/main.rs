@@ -3,6 +3,7 @@
 //! Std-only on purpose, so `cargo xtask` compiles in seconds and a second run
 //! starts at once. Every tool it needs is installed on first use (see `tools`).
 
+mod embed;
 mod exec;
 mod summary;
 mod tools;
@@ -23,7 +24,8 @@ commands:
   test                     install what is missing (plus Chromium), then run fmt, clippy,
                            native tests, the composer's wasm tests in headless Chromium,
                            the Trunk release build and the browser tests against the real host
-  bench [-- ARGS]          run the criterion benches (ARGS go to them) and the host's load benches";
+  bench [-- ARGS]          run the criterion benches (ARGS go to them) and the host's load benches
+  build-embed              build the JavaScript embed into dist/embed/ (after Trunk, which replaces dist/)";
 
 /// Where Trunk writes the release build (Trunk.toml `dist`).
 const DIST: &str = "dist";
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         "run" => run(&ctx, rest),
         "test" => test(&ctx, rest),
         "bench" => bench(&ctx, rest),
+        embed::SUBCOMMAND if rest.is_empty() => embed::build(&ctx),
         "help" | "-h" | "--help" => {
             println!("{USAGE}");
             Ok(())
@@ -72,6 +75,8 @@ fn run(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     tools::ensure_build_tools(ctx)?;
     println!("\n==> Building the page with Trunk (release)");
     ctx.run_setup(trunk_build(ctx))?;
+    // The JavaScript embed, served at /embed/ (crates/embed; see embed.rs).
+    embed::build(ctx)?;
     println!("\n==> Building the host");
     ctx.run_setup(host_build(ctx))?;
     let mut host = ctx.command(host_binary(ctx));
@@ -142,6 +147,14 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         match summary::page_size(&ctx.root.join(DIST)) {
             Ok(size) => report.note(size),
             Err(err) => report.note(format!("could not measure the build: {err}")),
+        }
+    }
+    // The JavaScript embed into dist/embed/ (after Trunk, and after measuring the page).
+    if built {
+        let embed_step = "embed build (dist/embed/, crates/embed)";
+        if report.run(embed_step, embed::command(ctx), summary::errors) {
+            let out = ctx.root.join(DIST).join(embed::DIR);
+            report.note(embed::size_note(&out).unwrap_or_else(|err| err));
         }
     }
     let host_built = report.run(

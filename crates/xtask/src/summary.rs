@@ -215,7 +215,7 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Size after `gzip -9`, as a server with compression would send it.
-fn gzipped_len(file: &Path) -> Result<u64, String> {
+pub fn gzipped_len(file: &Path) -> Result<u64, String> {
     let output = Command::new("gzip")
         .args(["-9", "-c"])
         .arg(file)
