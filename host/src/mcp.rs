@@ -25,7 +25,8 @@ use ask_user_core::{
 };
 use axum::Router;
 use axum::body::Body;
-use axum::extract::Request;
+use axum::extract::{Request, State};
+use axum::http::Method;
 use axum::http::request::Parts;
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -42,6 +43,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 /// Where MCP is served.
 pub const MCP_PATH: &str = "/mcp";
@@ -51,6 +53,10 @@ pub const MCP_PATH: &str = "/mcp";
 /// to answer; bounded, so sessions whose clients vanished without closing them
 /// do not pile up.
 pub const MCP_SESSION_IDLE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long shutdown lets the calls it resolved deliver their results before
+/// it closes the MCP sessions (well inside the host's drain timeout).
+pub const RESULT_DRAIN: Duration = Duration::from_secs(2);
 
 /// What the server tells an MCP client about itself.
 const INSTRUCTIONS: &str = "ask-user shows your questions to a person in a web page and returns \
@@ -225,19 +231,47 @@ async fn check_session_query(request: Request, next: Next) -> Response {
 /// Lets a tool call notice that its client hung up: the token in
 /// [`ExchangeEnded`] fires when the response body is dropped (sent in full or
 /// abandoned by the client) or the request is dropped before answering.
-async fn watch_exchange(mut request: Request, next: Next) -> Response {
+///
+/// POST exchanges (where a call's result travels) are also counted in
+/// `posts` until their response is over, so shutdown can let the results of
+/// the calls it resolved out before it closes the sessions.
+async fn watch_exchange(
+    State(posts): State<TaskTracker>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let ended = CancellationToken::new();
     request
         .extensions_mut()
         .insert(ExchangeEnded(ended.clone()));
     let guard = ended.drop_guard();
+    let in_flight = (request.method() == Method::POST).then(|| posts.token());
     let response = next.run(request).await;
     let (parts, body) = response.into_parts();
     let body = body.into_data_stream().map(move |chunk| {
-        let _keep = &guard;
+        let _keep = (&guard, &in_flight);
         chunk
     });
     Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// At shutdown: waits (at most [`RESULT_DRAIN`]) for the POST exchanges in
+/// flight, whose calls shutdown has just resolved, to deliver their results,
+/// then ends every MCP session and stream.
+async fn close_after_results(
+    shutdown: CancellationToken,
+    posts: TaskTracker,
+    sessions: CancellationToken,
+) {
+    shutdown.cancelled().await;
+    posts.close();
+    if tokio::time::timeout(RESULT_DRAIN, posts.wait())
+        .await
+        .is_err()
+    {
+        tracing::debug!("MCP exchanges still open at shutdown; closing them");
+    }
+    sessions.cancel();
 }
 
 /// The `/mcp` route with its layers: the token (401), the `?session=` check
@@ -254,8 +288,22 @@ pub fn router(state: &AppState) -> Router<AppState> {
     // before rmcp sees the request, so rmcp's narrower default list is off.
     let mut config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     config.max_request_body_bytes = BODY_LIMIT;
-    // Shutdown ends MCP sessions and their streams, so they never hold it up.
-    config.cancellation_token = state.shutdown_token().child_token();
+    // Shutdown ends MCP sessions and their streams, so they never hold it
+    // up; but first the calls it resolved get to send their `ASK_ABORTED`.
+    let posts = TaskTracker::new();
+    config.cancellation_token = match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            let sessions = CancellationToken::new();
+            runtime.spawn(close_after_results(
+                state.shutdown_token(),
+                posts.clone(),
+                sessions.clone(),
+            ));
+            sessions
+        }
+        // Built outside a runtime (nothing can be served then anyway).
+        Err(_) => state.shutdown_token().child_token(),
+    };
 
     let server_state = state.clone();
     let service = StreamableHttpService::new(
@@ -265,7 +313,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     );
     Router::new()
         .route_service(MCP_PATH, service)
-        .route_layer(from_fn(watch_exchange))
+        .route_layer(from_fn_with_state(posts, watch_exchange))
         .route_layer(from_fn(check_session_query))
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
 }

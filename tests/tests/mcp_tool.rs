@@ -498,3 +498,30 @@ async fn mcp_needs_the_token_and_a_valid_session_query() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
 }
+
+#[tokio::test]
+async fn shutdown_disposes_a_waiting_mcp_call_and_does_not_hang() {
+    let mut host = TestHost::start().await;
+    let mut events = host.events("s").await;
+    events.replay().await;
+    let client = connect(&host, "?session=s").await;
+    let call = start_call(&client, request());
+    let asked = events.requested().await;
+
+    host.shutdown().await;
+    let resolved = events.resolved().await;
+    assert_eq!(
+        (resolved.id.as_str(), resolved.outcome),
+        (asked.id.as_str(), Outcome::Disposed)
+    );
+    // The host lets the result out before it closes the MCP session.
+    let result = within("the call to end", call)
+        .await
+        .unwrap()
+        .expect("the result reaches the client");
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text_of(&result),
+        render_error(&UserInteractionError::provider_disposed())
+    );
+}
