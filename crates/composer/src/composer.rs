@@ -56,7 +56,7 @@ pub fn QuestionComposer(
     let state = session.state();
     let slot = use_composer_slot();
     let root = NodeRef::<html::Section>::new();
-    let (announcement, set_announcement) = signal(String::new());
+    let live = RwSignal::new(String::new());
     let uid = next_uid();
 
     if let Some(slot) = slot {
@@ -79,7 +79,15 @@ pub fn QuestionComposer(
                 Duration::ZERO,
             );
         }
-        Fx::Announce(announcement) => set_announcement.set(announce(texts, announcement)),
+        Fx::Announce(what) => {
+            let mut text = announce(texts, what);
+            // The same words twice would not change the region, so nothing would
+            // be read: vary it invisibly.
+            if live.with_untracked(|current| *current == text) {
+                text.push('\u{a0}');
+            }
+            live.set(text);
+        }
         _ => {}
     })));
     on_cleanup(move || session.set_ui_handler(None));
@@ -158,7 +166,7 @@ pub fn QuestionComposer(
 
     view! {
         <div class="auq-live auq-visually-hidden" role="status" aria-live="polite" data-auq="live">
-            {move || announcement.get()}
+            {move || live.get()}
         </div>
         {notice}
         <section

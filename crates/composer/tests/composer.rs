@@ -914,6 +914,20 @@ async fn the_live_region_announces_a_newly_arrived_question() {
         page.text("[data-auq=live]"),
         "New question: Which database?"
     );
+
+    // The same message twice still changes the region, so it is read again.
+    press("Enter");
+    settle().await;
+    let first = live.text_content().unwrap();
+    assert_eq!(first.trim(), "3 questions still need an answer or Skip.");
+    press("Enter");
+    settle().await;
+    let second = live.text_content().unwrap();
+    assert_eq!(
+        second.trim_end_matches('\u{a0}'),
+        first.trim_end_matches('\u{a0}')
+    );
+    assert_ne!(second, first, "the region's content changed");
 }
 
 #[wasm_bindgen_test]
