@@ -19,13 +19,14 @@ fn an_empty_questionnaire_leaves_the_normal_composer_in_the_slot() {
 }
 
 #[test]
-fn a_requested_frame_takes_over_the_slot_and_focuses_the_first_option() {
+fn a_requested_frame_takes_over_the_slot_and_focuses_the_first_option_that_is_not_recommended() {
     let mut state = Questionnaire::new();
     let fx = apply(&mut state, requested("q1", 1_000, three_items()));
     assert!(state.slot_taken());
     assert_eq!(active(&state).id, "q1");
     assert_eq!(active(&state).current_index(), 0);
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
+    // Option 0 is "Postgres (Recommended)".
+    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
 }
 
 #[test]
@@ -119,7 +120,8 @@ fn a_resolved_frame_removes_the_request_at_once_and_clears_its_drafts() {
     assert!(fx.contains(&Effect::ClearDrafts {
         question_id: "q1".into()
     }));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
+    // "Yes (Recommended)" is listed first; focus opens on "No".
+    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
 }
 
 #[test]
@@ -457,6 +459,20 @@ fn the_recommended_option_is_not_focused_first_when_it_is_not_first() {
 }
 
 #[test]
+fn the_recommended_option_is_not_focused_first_even_when_it_is_listed_first() {
+    let request = AskRequest::from_json(
+        r#"{"questions": [{"id": "x", "question": "?",
+            "options": [{"label": "A (Recommended)"}, {"label": "B"}]}]}"#,
+    )
+    .unwrap();
+    let mut state = Questionnaire::new();
+    let fx = apply(&mut state, requested("q", 1, request));
+    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
+    assert_eq!(active(&state).option_focus, Some(1));
+    assert!(active(&state).options_view().iter().all(|o| !o.selected));
+}
+
+#[test]
 fn enter_alone_never_chooses_the_recommended_option() {
     let mut state = Questionnaire::new();
     apply(&mut state, requested("q1", 1, one_single()));
@@ -635,10 +651,10 @@ fn dom_keys_map_to_questionnaire_keys() {
 #[test]
 fn arrow_keys_move_option_focus_and_wrap() {
     let mut state = with_three();
+    assert_eq!(active(&state).option_focus, Some(1));
     let fx = apply(&mut state, key(Key::ArrowDown));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
+    assert_eq!(focuses(&fx), vec![FocusTarget::Option(2)]);
     assert!(fx.contains(&Effect::PreventDefault));
-    run(&mut state, [key(Key::ArrowDown)]);
     let fx = apply(&mut state, key(Key::ArrowDown));
     assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
     let fx = apply(&mut state, key(Key::ArrowUp));
@@ -658,7 +674,7 @@ fn arrow_keys_in_the_text_box_move_the_caret_not_the_options() {
         Action::Key(KeyInput::from_dom("ArrowDown", false, false, 40, true)),
     );
     assert!(fx.is_empty());
-    assert_eq!(active(&state).option_focus, Some(0));
+    assert_eq!(active(&state).option_focus, Some(1));
 }
 
 #[test]

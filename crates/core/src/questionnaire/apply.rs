@@ -412,17 +412,28 @@ fn go_to(request: &mut PendingRequest, index: usize, fx: &mut Vec<Effect>) {
     fx.push(Effect::Focus(entry_focus(request)));
 }
 
-/// An item with options opens with focus on its first option (never on the
-/// recommended one by preference); an optionless one in its text box.
+/// An item with options opens with focus on its first option that is not the
+/// recommended one: a focus ring on the recommendation would read as a
+/// pre-selection, and Space would choose it. An optionless item opens in its
+/// text box.
 fn first_option_focus(request: &PendingRequest) -> Option<usize> {
-    request.current_question().has_options().then_some(0)
+    let options = request.current_question().options();
+    if options.is_empty() {
+        return None;
+    }
+    Some(
+        options
+            .iter()
+            .position(|o| !crate::recommend::is_recommended(&o.label))
+            .unwrap_or(0),
+    )
 }
 
 fn entry_focus(request: &PendingRequest) -> FocusTarget {
     if request.is_plan_review() {
         FocusTarget::Slot
-    } else if request.current_question().has_options() {
-        FocusTarget::Option(0)
+    } else if let Some(index) = first_option_focus(request) {
+        FocusTarget::Option(index)
     } else {
         FocusTarget::TextBox
     }
