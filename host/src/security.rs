@@ -211,7 +211,8 @@ pub async fn token_landing(
         cookie_name(config.port),
         config.token
     );
-    let path = request.uri().path();
+    let location = landing_location(request.uri());
+    let path = location.as_str();
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
     if let (Ok(cookie), Ok(location)) =
@@ -223,9 +224,34 @@ pub async fn token_landing(
     response
 }
 
+/// Where `/?token=...` redirects: the same path and query less the token, so
+/// the token leaves the address bar and `?session=` survives.
+fn landing_location(uri: &axum::http::Uri) -> String {
+    let kept: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
+        .collect();
+    if kept.is_empty() {
+        uri.path().to_owned()
+    } else {
+        format!("{}?{}", uri.path(), kept.join("&"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_landing_keeps_every_other_query_parameter() {
+        let at = |uri: &str| landing_location(&uri.parse().unwrap());
+        assert_eq!(at("/?token=abc"), "/");
+        assert_eq!(at("/?session=team-a&token=abc"), "/?session=team-a");
+        assert_eq!(at("/?token=abc&session=b&x=1"), "/?session=b&x=1");
+        assert_eq!(at("/embed/?tokenish=1&token=abc"), "/embed/?tokenish=1");
+    }
 
     #[test]
     fn loopback_hosts_are_allowed_with_or_without_port() {
