@@ -107,8 +107,9 @@ pub fn QuestionComposer(
             .and_then(|t| t.dyn_into::<web_sys::Element>().ok());
         let tag = target.map(|t| t.tag_name()).unwrap_or_default();
         let key = ev.key();
-        // Buttons keep their own Enter/Space activation (Skip, Cancel, …).
-        if tag == "BUTTON" && matches!(key.as_str(), "Enter" | " ") {
+        // Buttons and links keep their own Enter/Space activation (Skip, Cancel,
+        // a link in the plan, …).
+        if matches!(tag.as_str(), "BUTTON" | "A") && matches!(key.as_str(), "Enter" | " ") {
             return;
         }
         let key = if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {

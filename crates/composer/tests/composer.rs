@@ -400,8 +400,14 @@ async fn the_recommended_option_has_a_badge_but_is_never_preselected_focused_fir
     assert_eq!(page.text("[data-auq=badge]"), "Recommended");
     assert!(page.checked().is_empty(), "nothing is pre-selected");
 
-    // Move focus to the recommended option's neighbour and back, then Enter.
-    press("ArrowDown");
+    assert_eq!(
+        active()
+            .and_then(|e| e.get_attribute("data-option-index"))
+            .as_deref(),
+        Some("1"),
+        "the item opens focused on the first option that is not the recommended one"
+    );
+    // Arrow onto the recommended option, then Enter.
     press("ArrowUp");
     settle().await;
     assert_eq!(
@@ -450,11 +456,14 @@ async fn options_have_radio_or_checkbox_roles_named_by_their_label_and_buttons_a
         page.button(name);
     }
     assert_eq!(
-        options[0].tab_index(),
-        0,
-        "roving tabindex starts on the first option"
+        (
+            options[0].tab_index(),
+            options[1].tab_index(),
+            options[2].tab_index()
+        ),
+        (-1, 0, -1),
+        "one tab stop: the first option that is not the recommended one"
     );
-    assert_eq!(options[1].tab_index(), -1);
 
     click(&page.button("Next"));
     settle().await;
@@ -1010,5 +1019,34 @@ async fn the_interface_speaks_chinese_when_asked_and_keeps_the_agents_text() {
         page.question(),
         "Which database?",
         "the agent's text is shown as sent"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn enter_on_a_footer_button_is_left_to_the_button_and_never_submits_the_batch() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    let page = mount(&host);
+    settle().await;
+    host.emit(requested(
+        "btn1",
+        1,
+        r#"{"questions":[{"id":"go","question":"Go on?","options":[{"label":"Yes"},{"label":"No"}]}]}"#,
+    ));
+    settle().await;
+    click(&page.options()[0]);
+    settle().await;
+    let cancel = page.button("Cancel questions");
+    cancel.focus().unwrap();
+    let prevented = keydown_with(&cancel, "Enter", KeyOpts::default());
+    settle().await;
+    assert!(
+        !prevented,
+        "the browser's own activation of the focused button stays"
+    );
+    assert!(
+        host.posts().is_empty(),
+        "a complete batch is not submitted by Enter on another button: {:?}",
+        host.posts()
     );
 }
