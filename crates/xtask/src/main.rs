@@ -241,7 +241,7 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     }
     report.run("criterion benches", criterion, summary::criterion);
     for (name, command) in load_benches(ctx) {
-        report.run(&name, command, summary::errors);
+        report.run(&name, command, summary::program_output);
     }
     report.print("cargo xtask bench", started.elapsed());
     if report.passed() {

@@ -151,6 +151,11 @@ pub fn criterion(lines: &[String], passed: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut previous: Option<&str> = None;
     for line in lines {
+        // Criterion's comparison with the previous run is not a figure of this run.
+        if line.trim_start().starts_with("change:") {
+            previous = None;
+            continue;
+        }
         if line.contains("time:") && line.contains('[') {
             if line.starts_with(char::is_whitespace) {
                 if let Some(name) = previous {
@@ -169,6 +174,32 @@ pub fn criterion(lines: &[String], passed: bool) -> Vec<String> {
         out.extend(errors(lines, passed));
     }
     out
+}
+
+/// A program run through `cargo run` (a load bench): the lines it printed
+/// itself, without cargo's progress lines; its errors when it failed.
+pub fn program_output(lines: &[String], passed: bool) -> Vec<String> {
+    if !passed {
+        return errors(lines, passed);
+    }
+    const CARGO_STATUS: &[&str] = &[
+        "Compiling ",
+        "Finished ",
+        "Running ",
+        "Blocking ",
+        "Downloaded ",
+        "Downloading ",
+        "Updating ",
+        "Locking ",
+        "Adding ",
+        "Checking ",
+    ];
+    lines
+        .iter()
+        .map(|line| line.trim())
+        .filter(|line| !line.is_empty() && !CARGO_STATUS.iter().any(|s| line.starts_with(s)))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The built page's size, raw and gzipped, against the budget.
@@ -289,6 +320,14 @@ mod tests {
     }
 
     #[test]
+    fn program_output_keeps_the_programs_lines_and_drops_cargos() {
+        let output = lines(
+            "   Compiling ask-user-host v0.1.0\n    Finished `release-native` profile\n     Running `target/release-native/examples/load`\nround trips: 11720/s",
+        );
+        assert_eq!(program_output(&output, true), vec!["round trips: 11720/s"]);
+    }
+
+    #[test]
     fn fmt_summary_lists_each_unformatted_file_once() {
         let output = lines(
             "Diff in /repo/crates/core/src/lib.rs:3:\n-a\n+b\nDiff in /repo/crates/core/src/lib.rs:9:",
@@ -302,7 +341,7 @@ mod tests {
     #[test]
     fn criterion_summary_joins_wrapped_names_with_their_times() {
         let output = lines(
-            "questionnaire/apply_10000_actions\n                        time:   [1.0 ms 1.1 ms 1.2 ms]\nshort   time:   [2 ns 3 ns 4 ns]",
+            "questionnaire/apply_10000_actions\n                        time:   [1.0 ms 1.1 ms 1.2 ms]\nshort   time:   [2 ns 3 ns 4 ns]\n                        change: time:   [-5.0% -4.0% -3.0%] (p = 0.00 < 0.05)",
         );
         assert_eq!(
             criterion(&output, true),
