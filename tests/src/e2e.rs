@@ -357,6 +357,18 @@ impl E2e {
             .expect("chromedriver runs the CDP command");
     }
 
+    /// Runs `source` at the start of every page this window loads from now on,
+    /// before the page's own scripts (e.g. to instrument a browser API).
+    pub async fn run_before_each_page(&self, source: &str) {
+        self.client()
+            .issue_cmd(Cdp {
+                cmd: "Page.addScriptToEvaluateOnNewDocument",
+                params: json!({ "source": source }),
+            })
+            .await
+            .expect("chromedriver runs the CDP command");
+    }
+
     /// From now on, `question/resolved` frames wait in the page until released.
     pub async fn hold_resolved(&self) {
         self.script("window.__auqResolved.hold = true; return null;")
