@@ -138,6 +138,27 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         ]),
         summary::clippy,
     );
+    // The browser crates' wasm-only code (their wasm-bindgen tests, web-sys
+    // glue behind `cfg(target_arch = "wasm32")`) is invisible to native clippy.
+    report.run(
+        "clippy wasm32 (composer, embed, page; -D warnings)",
+        ctx.cargo([
+            "clippy",
+            "--target",
+            tools::WASM_TARGET,
+            "-p",
+            "ask-user-composer",
+            "-p",
+            "ask-user-embed",
+            "-p",
+            "ask-user-web",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+        summary::clippy,
+    );
     let built = report.run(
         "Trunk release build (dist/)",
         trunk_build(ctx),
