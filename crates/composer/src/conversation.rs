@@ -195,7 +195,7 @@ pub fn Conversation(
     }
 }
 
-/// Options for [`mount_conversation`]: where the host is and which session.
+/// Options for [`conversation_view`]: where the host is and which session.
 #[derive(Debug, Clone, Default)]
 pub struct MountOptions {
     /// The host's origin (empty for the page's own).
