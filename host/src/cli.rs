@@ -1,6 +1,6 @@
 //! The `ask-user` command line.
 
-use crate::state::{DEFAULT_MAX_PENDING, HostConfig, random_token};
+use crate::state::{DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, HostConfig, random_token};
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -44,6 +44,9 @@ pub struct ServeArgs {
     /// At most this many questions wait at once; the next ask gets 429.
     #[arg(long, default_value_t = DEFAULT_MAX_PENDING)]
     pub max_pending: usize,
+    /// At most this many MCP sessions are open at once; the next `initialize` gets 429.
+    #[arg(long, default_value_t = DEFAULT_MAX_MCP_SESSIONS)]
+    pub max_mcp_sessions: usize,
     /// Register no web provider: asks fail with `NO_PROVIDER` and MCP lists no tool.
     #[arg(long)]
     pub no_web: bool,
@@ -84,6 +87,7 @@ impl ServeArgs {
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
             max_pending: self.max_pending,
+            max_mcp_sessions: self.max_mcp_sessions,
             dist,
             web: !self.no_web,
             demo: self.demo,
@@ -101,4 +105,27 @@ pub fn open_url(addr: SocketAddr, token: &str) -> String {
         SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
     };
     format!("http://{host}:{}/?token={token}", addr.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve_config(args: &[&str]) -> HostConfig {
+        let cli = Cli::try_parse_from(["ask-user", "serve"].iter().chain(args))
+            .expect("the arguments parse");
+        let Command::Serve(serve) = cli.command else {
+            panic!("not serve");
+        };
+        serve.config(7411).expect("a valid configuration")
+    }
+
+    #[test]
+    fn max_mcp_sessions_defaults_to_256_and_takes_the_flag() {
+        assert_eq!(serve_config(&[]).max_mcp_sessions, 256);
+        assert_eq!(
+            serve_config(&["--max-mcp-sessions", "3"]).max_mcp_sessions,
+            3
+        );
+    }
 }

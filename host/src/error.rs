@@ -19,6 +19,12 @@ pub enum ApiError {
         /// The configured limit.
         limit: usize,
     },
+    /// `TOO_MANY_SESSIONS` (429): `--max-mcp-sessions` MCP sessions are
+    /// already open, so a new `initialize` is refused.
+    TooManySessions {
+        /// The configured limit.
+        limit: usize,
+    },
     /// `UNAUTHORIZED` (401): the token is missing or wrong.
     Unauthorized,
     /// `FORBIDDEN` (403): the `Host` or `Origin` is not allowed; says which.
@@ -39,7 +45,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Interaction(error) => status_of(error.code),
-            ApiError::TooManyPending { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyPending { .. } | ApiError::TooManySessions { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -53,6 +61,7 @@ impl ApiError {
         match self {
             ApiError::Interaction(error) => error.code.as_str(),
             ApiError::TooManyPending { .. } => "TOO_MANY_PENDING",
+            ApiError::TooManySessions { .. } => "TOO_MANY_SESSIONS",
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
@@ -67,6 +76,10 @@ impl ApiError {
             ApiError::Interaction(error) => error.message.clone(),
             ApiError::TooManyPending { limit } => format!(
                 "too many pending questions: at most {limit} may wait at once; answer or cancel some first"
+            ),
+            ApiError::TooManySessions { limit } => format!(
+                "too many MCP sessions: at most {limit} may be open at once; close one \
+                 (DELETE /mcp with its Mcp-Session-Id) or wait for an idle one to expire"
             ),
             ApiError::Unauthorized => {
                 "missing or wrong token: send `Authorization: Bearer <token>` \

@@ -14,6 +14,10 @@
 //!
 //! The tool is opted in by the host: with `--no-web` `tools/list` is empty.
 //! `/mcp` sits behind the same token, `Host` and `Origin` checks as `/api`.
+//!
+//! At most `--max-mcp-sessions` MCP sessions are open at once
+//! ([`CappedSessions`]); past that a new `initialize` gets 429
+//! `TOO_MANY_SESSIONS` until a session is closed (DELETE) or expires.
 
 use crate::error::ApiError;
 use crate::extract::{BODY_LIMIT, MAX_SESSION_CHARS, truncate, valid_session};
@@ -30,15 +34,23 @@ use axum::http::Method;
 use axum::http::request::Parts;
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientJsonRpcMessage, ContentBlock,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    ServerJsonRpcMessage, Tool,
 };
 use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError, SessionConfig,
+};
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use std::cell::Cell;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -199,6 +211,205 @@ impl ServerHandler for AskUserServer {
     }
 }
 
+/// rmcp's in-memory session manager that opens at most `limit` sessions.
+///
+/// The count is rmcp's own table of live sessions, so it is exact: rmcp
+/// removes a session from it when the client DELETEs it, when it expires
+/// ([`MCP_SESSION_IDLE`]) and at shutdown (its worker ends and rmcp calls
+/// `close_session`). Creations are serialised, so two `initialize`s cannot
+/// both take the last slot.
+#[derive(Debug)]
+pub struct CappedSessions {
+    inner: LocalSessionManager,
+    limit: usize,
+    creating: tokio::sync::Mutex<()>,
+}
+
+impl CappedSessions {
+    /// At most `limit` sessions of `inner` at once.
+    pub fn new(inner: LocalSessionManager, limit: usize) -> Self {
+        Self {
+            inner,
+            limit,
+            creating: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The configured limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// How many sessions are open now.
+    pub async fn open(&self) -> usize {
+        self.inner.sessions.read().await.len()
+    }
+
+    /// Whether a new session would be refused now.
+    pub async fn is_full(&self) -> bool {
+        self.open().await >= self.limit
+    }
+}
+
+/// Why [`CappedSessions`] could not do what rmcp asked.
+#[derive(Debug)]
+pub enum SessionsError {
+    /// `limit` sessions are already open.
+    Full {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// rmcp's own session manager failed.
+    Local(LocalSessionManagerError),
+}
+
+impl std::fmt::Display for SessionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionsError::Full { limit } => {
+                f.write_str(&ApiError::TooManySessions { limit: *limit }.message())
+            }
+            SessionsError::Local(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SessionsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SessionsError::Full { .. } => None,
+            SessionsError::Local(error) => Some(error),
+        }
+    }
+}
+
+impl From<LocalSessionManagerError> for SessionsError {
+    fn from(error: LocalSessionManagerError) -> Self {
+        SessionsError::Local(error)
+    }
+}
+
+tokio::task_local! {
+    /// Set by [`CappedSessions::create_session`] when it refuses, so the
+    /// request's own middleware ([`limit_sessions`]) can answer 429 instead of
+    /// the 500 rmcp makes of any session-manager error.
+    static REFUSED: Cell<bool>;
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _creating = self.creating.lock().await;
+        if self.is_full().await {
+            // Outside a request of `limit_sessions` there is no flag to set.
+            let _ = REFUSED.try_with(|refused| refused.set(true));
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(self.inner.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // A restore re-creates a session too (only with a session store, which
+        // the host does not configure): same limit.
+        let _creating = self.creating.lock().await;
+        if !self.inner.has_session(&id).await? && self.is_full().await {
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(self.inner.restore_session(id).await?)
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.inner.event_store()
+    }
+}
+
+/// Refuses (429 `TOO_MANY_SESSIONS`) a request that would open an MCP session
+/// (a POST without `Mcp-Session-Id`) while `--max-mcp-sessions` are open;
+/// requests in open sessions always pass.
+async fn limit_sessions(
+    State(sessions): State<Arc<CappedSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let opens_session =
+        request.method() == Method::POST && !request.headers().contains_key(HEADER_SESSION_ID);
+    if !opens_session {
+        return next.run(request).await;
+    }
+    let refusal = ApiError::TooManySessions {
+        limit: sessions.limit(),
+    };
+    // The usual refusal, before rmcp reads the body.
+    if sessions.is_full().await {
+        return refusal.into_response();
+    }
+    // Two `initialize`s may still race for the last slot: the session manager
+    // decides exactly, and the loser gets the same 429.
+    let (response, refused) = REFUSED
+        .scope(Cell::new(false), async move {
+            let response = next.run(request).await;
+            (response, REFUSED.with(Cell::get))
+        })
+        .await;
+    if refused {
+        refusal.into_response()
+    } else {
+        response
+    }
+}
+
 /// The `session` of a `/mcp` query: `Ok(None)` when absent, `Err` with the
 /// reason when it is not a session id.
 fn session_query(query: Option<&str>) -> Result<Option<String>, UserInteractionError> {
@@ -275,14 +486,15 @@ async fn close_after_results(
 }
 
 /// The `/mcp` route with its layers: the token (401), the `?session=` check
-/// (400), then rmcp's Streamable HTTP service. The `Host`/`Origin` checks and
+/// (400), the session limit (429), then rmcp's Streamable HTTP service. The `Host`/`Origin` checks and
 /// the security headers come from the layers [`crate::app`] puts around every
 /// route.
 pub fn router(state: &AppState) -> Router<AppState> {
     let mut session_config = SessionConfig::default();
     session_config.keep_alive = Some(MCP_SESSION_IDLE);
-    let mut sessions = LocalSessionManager::default();
-    sessions.session_config = session_config;
+    let mut local = LocalSessionManager::default();
+    local.session_config = session_config;
+    let sessions = Arc::new(CappedSessions::new(local, state.config().max_mcp_sessions));
 
     // The host's own layer checks Host (loopback or --allow-host) and Origin
     // before rmcp sees the request, so rmcp's narrower default list is off.
@@ -308,11 +520,12 @@ pub fn router(state: &AppState) -> Router<AppState> {
     let server_state = state.clone();
     let service = StreamableHttpService::new(
         move || Ok(AskUserServer::new(server_state.clone())),
-        Arc::new(sessions),
+        sessions.clone(),
         config,
     );
     Router::new()
         .route_service(MCP_PATH, service)
+        .route_layer(from_fn_with_state(sessions, limit_sessions))
         .route_layer(from_fn_with_state(posts, watch_exchange))
         .route_layer(from_fn(check_session_query))
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
@@ -321,6 +534,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::HostConfig;
+    use axum::http::StatusCode;
 
     #[test]
     fn session_query_defaults_to_none_and_rejects_bad_ids() {
@@ -376,5 +591,84 @@ mod tests {
             text.starts_with("Error: ") && text.ends_with(" (TOO_MANY_PENDING)"),
             "{text}"
         );
+    }
+
+    fn capped(limit: usize) -> Arc<CappedSessions> {
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(MCP_SESSION_IDLE);
+        Arc::new(CappedSessions::new(local, limit))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_creations_never_open_more_sessions_than_the_limit() {
+        let sessions = capped(3);
+        let attempts: Vec<_> = (0..24)
+            .map(|_| {
+                let sessions = sessions.clone();
+                tokio::spawn(async move { sessions.create_session().await.map(|(id, _)| id) })
+            })
+            .collect();
+        let mut opened = Vec::new();
+        for attempt in attempts {
+            match attempt.await.unwrap() {
+                Ok(id) => opened.push(id),
+                Err(SessionsError::Full { limit }) => assert_eq!(limit, 3),
+                Err(other) => panic!("unexpected error: {other}"),
+            }
+        }
+        assert_eq!(opened.len(), 3);
+        assert_eq!(sessions.open().await, 3);
+
+        // rmcp closes a DELETEd session twice (the DELETE, then its ending
+        // worker): that frees exactly one slot.
+        sessions.close_session(&opened[0]).await.unwrap();
+        sessions.close_session(&opened[0]).await.unwrap();
+        assert!(sessions.create_session().await.is_ok());
+        assert!(matches!(
+            sessions.create_session().await,
+            Err(SessionsError::Full { limit: 3 })
+        ));
+    }
+
+    fn initialize() -> Request {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "unit", "version": "0"}}});
+        Request::post(MCP_PATH)
+            .header("host", "127.0.0.1")
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    }
+
+    // Paused time: the 24 hours pass at once and only when nothing else can run.
+    #[tokio::test(start_paused = true)]
+    async fn an_expired_session_frees_its_slot() {
+        let sessions = capped(1);
+        let service = StreamableHttpService::new(
+            || Ok(AskUserServer::new(AppState::new(HostConfig::new("t", 1)))),
+            sessions.clone(),
+            StreamableHttpServerConfig::default().disable_allowed_hosts(),
+        );
+        let response = service.handle(initialize()).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert!(response.headers().contains_key(HEADER_SESSION_ID));
+        let body = axum::body::to_bytes(Body::new(response.into_body()), BODY_LIMIT)
+            .await
+            .unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("serverInfo"));
+        assert!(sessions.is_full().await);
+        assert_ne!(
+            service.handle(initialize()).await.status(),
+            StatusCode::OK,
+            "a second session is refused while the first is open"
+        );
+
+        tokio::time::sleep(MCP_SESSION_IDLE - Duration::from_secs(1)).await;
+        assert_eq!(sessions.open().await, 1, "not idle long enough yet");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(sessions.open().await, 0, "the idle session expired");
+        assert_eq!(service.handle(initialize()).await.status(), StatusCode::OK);
     }
 }

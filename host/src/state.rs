@@ -19,6 +19,12 @@ use tokio_util::sync::CancellationToken;
 /// Default for `--max-pending`.
 pub const DEFAULT_MAX_PENDING: usize = 10_000;
 
+/// Default for `--max-mcp-sessions`. Sessions of clients that exited without
+/// closing them linger until the 24-hour idle timeout, so the cap leaves room
+/// for a day of agent restarts; each session costs only a task and a few small
+/// channels, so 256 of them stay cheap.
+pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
+
 /// How the host runs (what `ask-user serve` was given).
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -30,6 +36,8 @@ pub struct HostConfig {
     pub allow_hosts: Vec<String>,
     /// At most this many questions wait at once (`--max-pending`).
     pub max_pending: usize,
+    /// At most this many MCP sessions are open at once (`--max-mcp-sessions`).
+    pub max_mcp_sessions: usize,
     /// The built frontend to serve at `/` (`--dist`).
     pub dist: Option<PathBuf>,
     /// Whether the web provider is registered (`--no-web` turns it off).
@@ -46,6 +54,7 @@ impl HostConfig {
             port,
             allow_hosts: Vec::new(),
             max_pending: DEFAULT_MAX_PENDING,
+            max_mcp_sessions: DEFAULT_MAX_MCP_SESSIONS,
             dist: None,
             web: true,
             demo: false,

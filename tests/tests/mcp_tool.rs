@@ -525,3 +525,93 @@ async fn shutdown_disposes_a_waiting_mcp_call_and_does_not_hang() {
         render_error(&UserInteractionError::provider_disposed())
     );
 }
+
+/// Posts a raw `initialize` (no `Mcp-Session-Id`: it asks for a new session).
+async fn raw_initialize(host: &TestHost) -> reqwest::Response {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"}}});
+    host.authed(reqwest::Method::POST, "/mcp?session=s")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(initialize.to_string())
+        .send()
+        .await
+        .expect("initialize reaches the host")
+}
+
+/// Asserts `response` is the host's 429 `TOO_MANY_SESSIONS` naming `limit`.
+async fn assert_too_many_sessions(response: reqwest::Response, limit: usize) {
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        !response.headers().contains_key("mcp-session-id"),
+        "a refused initialize opens no session"
+    );
+    let body: Value = response.json().await.expect("a JSON error body");
+    assert_eq!(body["error"]["name"], "UserInteractionError", "{body}");
+    assert_eq!(body["error"]["code"], "TOO_MANY_SESSIONS", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("at most {limit}")), "{message}");
+}
+
+/// Ends a raw MCP session with DELETE.
+async fn delete_session(host: &TestHost, session: &str) {
+    let response = host
+        .authed(reqwest::Method::DELETE, "/mcp?session=s")
+        .header("mcp-session-id", session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{}", response.status());
+}
+
+#[tokio::test]
+async fn at_the_mcp_session_cap_the_next_initialize_is_refused_and_open_sessions_keep_working() {
+    let host = TestHost::start_with(|config| config.max_mcp_sessions = 2).await;
+    let sdk = connect(&host, "?session=s").await;
+    let raw = raw_session(&host, "?session=s").await;
+
+    assert_too_many_sessions(raw_initialize(&host).await, 2).await;
+    // The SDK client cannot initialize either.
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(host.url("/mcp")).auth_header(host.token());
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let refused = within("the refused handshake", ().serve(transport)).await;
+    assert!(refused.is_err(), "a third session must be refused");
+
+    // Both open sessions are still served.
+    let tools = within("tools/list", sdk.list_all_tools())
+        .await
+        .expect("tools/list in the SDK's session");
+    assert_eq!(tools.len(), 1);
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let response = raw_post(&host, &reqwest::Client::new(), &raw, &list).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let body = within("the tools/list result", response.text())
+        .await
+        .unwrap();
+    assert!(body.contains(TOOL_NAME), "{body}");
+    sdk.cancel().await.expect("client closes");
+}
+
+#[tokio::test]
+async fn deleting_an_mcp_session_frees_its_slot_for_one_new_initialize() {
+    let host = TestHost::start_with(|config| config.max_mcp_sessions = 1).await;
+    let first = raw_session(&host, "?session=s").await;
+    assert_too_many_sessions(raw_initialize(&host).await, 1).await;
+
+    delete_session(&host, &first).await;
+    let second = raw_session(&host, "?session=s").await;
+    assert_ne!(second, first);
+    // The freed slot is taken again: exactly one came free.
+    assert_too_many_sessions(raw_initialize(&host).await, 1).await;
+
+    delete_session(&host, &second).await;
+    let client = connect(&host, "?session=s").await;
+    let tools = within("tools/list", client.list_all_tools())
+        .await
+        .expect("tools/list");
+    assert_eq!(tools.len(), 1);
+    client.cancel().await.expect("client closes");
+}
