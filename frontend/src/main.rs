@@ -2,6 +2,9 @@
 //! named by `?session=NAME`): the transcript, and the composer slot that the
 //! question composer takes over while questions are pending.
 //!
+//! The app is the one crate that turns on Leptos's `csr` feature; it holds no
+//! logic of its own and must never depend on the host.
+//!
 //! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
 //! for screenshots and CSS work (`&item=2` opens the batch on its second item);
 //! see the README's Development section.

@@ -5,6 +5,9 @@
 //! the built page. Every rule comes from `ask-user-core`; this crate
 //! re-implements none.
 //!
+//! It must never depend on leptos, web-sys or the browser crates: the page is
+//! served from `--dist` as built files, never linked in.
+//!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! use ask_user_host::{AppState, HostConfig, random_token, serve};

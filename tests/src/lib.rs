@@ -1,4 +1,5 @@
-//! Shared helpers for ask-user's cross-crate tests.
+//! Shared helpers for ask-user's cross-crate tests: the host's HTTP contract and
+//! the browser end-to-end tests. Nothing outside `tests/` may depend on this crate.
 
 pub mod browser;
 pub mod e2e;

@@ -5,6 +5,10 @@
 //! Leptos's `csr` feature itself (the app does) and takes its transport from the
 //! caller, so other web UIs can embed it.
 //!
+//! It must never depend on the host (axum, tokio) or hold questionnaire rules of
+//! its own: the rules live in `ask-user-core`; this crate only renders the state
+//! and performs its effects.
+//!
 //! - [`use_question_stream`] opens the host's event stream (closing it while the
 //!   tab is hidden) and returns a [`QuestionSession`]: core's questionnaire state
 //!   machine, with its POST and sessionStorage effects performed.

@@ -21,6 +21,9 @@
 //! it; `unmount` disposes the Leptos owner (which closes the event stream) and
 //! removes that `<div>`, leaving the element as it was. See [`mount`] for every
 //! option.
+//!
+//! A thin wasm-bindgen wrapper over `ask-user-composer`: it must hold no
+//! questionnaire logic and never depend on the host.
 
 use ask_user_composer::{
     Conversation, Lang, Locale, QuestionComposer, STYLESHEET, Transport, UseQuestionStreamReturn,
