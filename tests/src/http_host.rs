@@ -293,3 +293,17 @@ impl EventStream {
         }
     }
 }
+
+/// Asserts an error response: its status, its machine code, and that its
+/// message says `says` (the part a person reads to learn why).
+#[track_caller]
+pub fn assert_error(response: &(StatusCode, Value), status: StatusCode, code: &str, says: &str) {
+    let (got, body) = response;
+    assert_eq!(*got, status, "{body}");
+    assert_eq!(body["error"]["code"], code, "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(says),
+        "the message should say {says:?}: {body}"
+    );
+}

@@ -4,7 +4,7 @@
 use ask_user_core::wire::Outcome;
 use ask_user_core::{AbortController, AskRequest};
 use ask_user_host::{ApiError, AskOptions};
-use ask_user_tests::http_host::{TestHost, within};
+use ask_user_tests::http_host::{TestHost, assert_error, within};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -84,12 +84,11 @@ async fn an_invalid_answer_is_refused_and_the_question_stays_pending() {
     let id = tab.requested().await.id;
 
     let wrong_label = json!({"answers": [{"id": "db", "selected": ["MySQL"]}]});
-    let (status, body) = host.answer("s1", &id, &wrong_label).await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(body["error"]["code"], "BAD_ANSWER");
-    assert!(
-        body["error"]["message"].as_str().unwrap().contains("MySQL"),
-        "{body}"
+    assert_error(
+        &host.answer("s1", &id, &wrong_label).await,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "BAD_ANSWER",
+        "MySQL",
     );
 
     let missing = json!({"answers": []});
@@ -128,15 +127,11 @@ async fn a_second_answer_is_not_pending_and_says_it_was_already_answered() {
         host.answer("s1", &id, &answer_postgres()).await.0,
         StatusCode::OK
     );
-    let (status, body) = host.answer("s1", &id, &answer_postgres()).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert_eq!(body["error"]["code"], "NOT_PENDING");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("already answered"),
-        "{body}"
+    assert_error(
+        &host.answer("s1", &id, &answer_postgres()).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "already answered",
     );
     within("the ask", ask).await.unwrap();
 }
@@ -198,23 +193,17 @@ async fn cancel_fails_the_ask_with_ask_cancelled_and_resolves_as_cancelled() {
         (id.clone(), Outcome::Cancelled)
     );
 
-    let (status, body) = host.cancel("s1", &id).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("cancelled"),
-        "{body}"
+    assert_error(
+        &host.cancel("s1", &id).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "cancelled",
     );
-    let (status, body) = host.answer("s1", &id, &answer_postgres()).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("cancelled"),
-        "{body}"
+    assert_error(
+        &host.answer("s1", &id, &answer_postgres()).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "cancelled",
     );
 }
 
@@ -234,14 +223,11 @@ async fn an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
         (id.clone(), Outcome::Aborted)
     );
     assert!(host.pending_ids("s1").await.is_empty());
-    let (status, body) = host.answer("s1", &id, &answer_postgres()).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("aborted"),
-        "{body}"
+    assert_error(
+        &host.answer("s1", &id, &answer_postgres()).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "aborted",
     );
 }
 
@@ -300,13 +286,11 @@ async fn an_ask_with_timeout_ms_fails_with_ask_timeout_and_resolves_as_timeout()
         (resolved.id.clone(), resolved.outcome),
         (id.clone(), Outcome::Timeout)
     );
-    let (_, body) = host.answer("s1", &id, &answer_postgres()).await;
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("timed out"),
-        "{body}"
+    assert_error(
+        &host.answer("s1", &id, &answer_postgres()).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "timed out",
     );
 }
 
