@@ -2,8 +2,10 @@
 //! opens a headless session with fantoccini, and collects the page's errors
 //! (console errors, uncaught exceptions, failed loads) from Chromium's log.
 //!
-//! Browser tests run only when [`E2E_DIST_ENV`] names a Trunk build (as
-//! `cargo xtask test` does), so plain `cargo test --workspace` needs no browser.
+//! Browser tests are `#[ignore]`d (see [`BROWSER_TEST`]): a plain `cargo test
+//! --workspace` needs no browser and lists them as ignored; `cargo xtask test`
+//! runs them with `--include-ignored` and [`E2E_DIST_ENV`] naming the Trunk
+//! build. Run without that environment, they fail and say what is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,7 +18,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
-/// Names the Trunk `dist/` directory the browser tests serve; unset, they skip.
+/// Names the Trunk `dist/` directory the browser tests serve.
 pub const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
 
 /// Chromium flags for running headless as root in a container.
@@ -70,16 +72,24 @@ pub enum BrowserError {
     },
 }
 
-/// The Trunk build to test, from [`E2E_DIST_ENV`]; `None` (after saying so) when unset.
+/// Marks a browser test. Browser tests are `#[ignore]`d with this reason, so a
+/// plain `cargo test --workspace` lists them as ignored (never as passed), and
+/// `cargo xtask test` runs them with `--include-ignored`.
+pub const BROWSER_TEST: &str =
+    "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)";
+
+/// The Trunk build to test, from [`E2E_DIST_ENV`].
 ///
 /// # Panics
-/// If the variable is set but names no directory holding an `index.html`.
-pub fn e2e_dist() -> Option<PathBuf> {
+/// When the variable is unset (a browser test was run without its
+/// environment: it fails and says what is missing, never passes silently), or
+/// names no directory holding an `index.html`.
+pub fn e2e_dist() -> PathBuf {
     let Some(dist) = std::env::var_os(E2E_DIST_ENV) else {
-        eprintln!(
-            "skipped: browser test; set {E2E_DIST_ENV}=<trunk dist dir> to run it (`cargo xtask test` does)"
+        panic!(
+            "this browser test needs {E2E_DIST_ENV}=<trunk dist dir> (and Chromium with \
+             chromedriver); run it through `cargo xtask test`, which builds the page and sets it"
         );
-        return None;
     };
     let dist = PathBuf::from(dist);
     assert!(
@@ -87,7 +97,7 @@ pub fn e2e_dist() -> Option<PathBuf> {
         "{E2E_DIST_ENV}={} holds no index.html; run `trunk build --release` first",
         dist.display()
     );
-    Some(dist)
+    dist
 }
 
 /// What [`Browser::wait_for_render`] saw.

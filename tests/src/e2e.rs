@@ -222,13 +222,13 @@ pub struct E2e {
 
 impl E2e {
     /// Starts `ask-user serve --addr 127.0.0.1:0 --dist <build> <extra_args>`
-    /// and a headless Chromium; `None` (after saying why) when the browser
-    /// tests are not enabled. `name` names failure screenshots.
+    /// and a headless Chromium. `name` names failure screenshots.
     ///
     /// # Panics
-    /// If the host or the browser cannot be started.
-    pub async fn start(name: &str, extra_args: &[&str]) -> Option<Self> {
-        let dist = e2e_dist()?;
+    /// If the browser tests' environment is missing (see [`e2e_dist`]), or the
+    /// host or the browser cannot be started.
+    pub async fn start(name: &str, extra_args: &[&str]) -> Self {
+        let dist = e2e_dist();
         let host =
             HostProcess::start(&dist, extra_args).expect("the host starts and prints its URL");
         assert!(
@@ -239,13 +239,13 @@ impl E2e {
         let browser = Browser::launch_with_args(BROWSER_ARGS)
             .await
             .expect("headless Chromium starts");
-        Some(Self {
+        Self {
             host,
             browser,
             http: reqwest::Client::new(),
             errors: Mutex::new(Vec::new()),
             name: name.to_owned(),
-        })
+        }
     }
 
     /// The fantoccini client.

@@ -19,3 +19,6 @@ pub const MAX_LABEL_CHARS: usize = 200;
 pub const MAX_DESCRIPTION_CHARS: usize = 2_000;
 /// Longest free-text (`custom`) answer, after trimming.
 pub const MAX_CUSTOM_CHARS: usize = 8_000;
+/// Most questions (requests) pending at once in one session: what a composer's
+/// questionnaire holds, and so the most a host may let wait in one session.
+pub const MAX_PENDING_PER_SESSION: usize = 256;

@@ -14,6 +14,12 @@ pub const QUESTION_RESOLVED: &str = "question/resolved";
 pub const SESSION_SYNCED: &str = "session/synced";
 /// SSE event name: a transcript message.
 pub const MESSAGE_CREATED: &str = "message/created";
+/// SSE event name: no call waits on a pending question any more (the agent's
+/// client stopped waiting or its connection dropped); it stays answerable and
+/// the answer is kept until the agent asks again.
+pub const QUESTION_DETACHED: &str = "question/detached";
+/// SSE event name: a call waits on a detached question again.
+pub const QUESTION_ATTACHED: &str = "question/attached";
 
 /// `question/requested`: a question is waiting. Replayed with the same id on
 /// every stream open while it waits.
@@ -67,6 +73,13 @@ pub struct QuestionResolved {
     pub outcome: Outcome,
 }
 
+/// `question/detached` and `question/attached`: which question changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionRef {
+    /// The ask's id.
+    pub id: String,
+}
+
 /// `session/synced`: sent after the replay; a client drops any item not listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSynced {
@@ -106,6 +119,10 @@ pub enum SessionEvent {
     SessionSynced(SessionSynced),
     /// `message/created`
     MessageCreated(MessageCreated),
+    /// `question/detached`
+    QuestionDetached(QuestionRef),
+    /// `question/attached`
+    QuestionAttached(QuestionRef),
 }
 
 impl SessionEvent {
@@ -116,6 +133,8 @@ impl SessionEvent {
             SessionEvent::QuestionResolved(_) => QUESTION_RESOLVED,
             SessionEvent::SessionSynced(_) => SESSION_SYNCED,
             SessionEvent::MessageCreated(_) => MESSAGE_CREATED,
+            SessionEvent::QuestionDetached(_) => QUESTION_DETACHED,
+            SessionEvent::QuestionAttached(_) => QUESTION_ATTACHED,
         }
     }
 
@@ -126,6 +145,9 @@ impl SessionEvent {
             SessionEvent::QuestionResolved(e) => serde_json::to_string(e),
             SessionEvent::SessionSynced(e) => serde_json::to_string(e),
             SessionEvent::MessageCreated(e) => serde_json::to_string(e),
+            SessionEvent::QuestionDetached(e) | SessionEvent::QuestionAttached(e) => {
+                serde_json::to_string(e)
+            }
         };
         json.expect("wire payloads always serialise")
     }
@@ -138,6 +160,8 @@ impl SessionEvent {
             QUESTION_RESOLVED => SessionEvent::QuestionResolved(serde_json::from_str(data).ok()?),
             SESSION_SYNCED => SessionEvent::SessionSynced(serde_json::from_str(data).ok()?),
             MESSAGE_CREATED => SessionEvent::MessageCreated(serde_json::from_str(data).ok()?),
+            QUESTION_DETACHED => SessionEvent::QuestionDetached(serde_json::from_str(data).ok()?),
+            QUESTION_ATTACHED => SessionEvent::QuestionAttached(serde_json::from_str(data).ok()?),
             _ => return None,
         })
     }

@@ -28,6 +28,8 @@ fn events() -> Vec<SessionEvent> {
             role: Role::User,
             text: "hi".into(),
         }),
+        SessionEvent::QuestionDetached(QuestionRef { id: "q-2".into() }),
+        SessionEvent::QuestionAttached(QuestionRef { id: "q-2".into() }),
     ]
 }
 
@@ -40,7 +42,9 @@ fn every_event_has_its_exact_name_and_round_trips_through_its_data() {
             "question/requested",
             "question/resolved",
             "session/synced",
-            "message/created"
+            "message/created",
+            "question/detached",
+            "question/attached"
         ]
     );
     for event in events() {
@@ -65,6 +69,8 @@ fn event_data_uses_the_exact_field_names() {
     assert_eq!(data[1], json!({"id": "q-1", "outcome": "cancelled"}));
     assert_eq!(data[2], json!({"pending": ["q-2"]}));
     assert_eq!(data[3], json!({"id": "m-1", "role": "user", "text": "hi"}));
+    assert_eq!(data[4], json!({"id": "q-2"}));
+    assert_eq!(data[5], json!({"id": "q-2"}));
 }
 
 #[test]

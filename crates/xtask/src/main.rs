@@ -208,7 +208,10 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     // tests/ start the real host on the release build and drive headless Chromium.
     let mut native = ctx.cargo(["test", "--workspace", "--no-fail-fast"]);
     if built && host_built {
+        // Browser tests are `#[ignore]`d so that a plain `cargo test` lists
+        // them as ignored; here their environment is ready, so they run.
         native
+            .args(["--", "--include-ignored"])
             .env(E2E_DIST_ENV, ctx.root.join(DIST))
             .env(HOST_BIN_ENV, host_binary(ctx))
             .env("CHROMEDRIVER", &chromedriver);

@@ -81,6 +81,8 @@ fn frame(state: &mut Questionnaire, event: SessionEvent, fx: &mut Vec<Effect>) {
             }
         }
         SessionEvent::MessageCreated(_) => {}
+        // Shown by the composer as a notice; the questionnaire's state is the same.
+        SessionEvent::QuestionDetached(_) | SessionEvent::QuestionAttached(_) => {}
     }
 }
 

@@ -5,9 +5,9 @@ use crate::request::AskRequest;
 use crate::wire::{Outcome, SessionEvent};
 use serde::{Deserialize, Serialize};
 
-/// Most requests kept at once; further `question/requested` frames are ignored
-/// until some resolve (the host bounds pending questions far below this).
-pub const MAX_PENDING_REQUESTS: usize = 256;
+/// Most requests kept at once: core's per-session limit, which the host
+/// enforces when it registers a question.
+pub const MAX_PENDING_REQUESTS: usize = crate::limits::MAX_PENDING_PER_SESSION;
 
 /// The whole session as the composer sees it: every pending request, oldest
 /// first, plus the keyboard-composition flags and the last notice.
