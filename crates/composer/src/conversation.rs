@@ -2,11 +2,12 @@
 //! composer ("Message" + "Send"), and [`Conversation`], which puts them and the
 //! question composer together in one keyed composer slot.
 
-use crate::composer::QuestionComposer;
+use crate::composer::{QuestionComposer, key_input};
 use crate::i18n::{Lang, Texts, use_locale};
 use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_stream_with};
 use crate::slot::{ComposerSlot, use_composer_slot};
 use crate::transport::{StreamStatus, Transport};
+use ask_user_core::keys::{Ime, sends_message};
 use ask_user_core::wire::{MessageCreated, Role};
 use leptos::html;
 use leptos::prelude::*;
@@ -57,7 +58,8 @@ pub fn Transcript(
 
 /// The normal composer: a "Message" box and a "Send" button. Enter sends,
 /// Shift+Enter inserts a newline, and Enter during IME composition only confirms
-/// the candidate. Hidden while another entry holds the composer slot.
+/// the candidate (core's [`sends_message`], with the questionnaire's IME state
+/// machine). Hidden while another entry holds the composer slot.
 #[component]
 pub fn MessageComposer(
     /// Called with the trimmed text when the person sends a message.
@@ -74,7 +76,7 @@ pub fn MessageComposer(
         .unwrap_or_else(|| use_locale().texts());
     let slot = use_composer_slot();
     let (text, set_text) = signal(String::new());
-    let composing = RwSignal::new(false);
+    let ime = StoredValue::new(Ime::default());
     let input = NodeRef::<html::Textarea>::new();
     if let Some(slot) = slot {
         // The slot came back: take focus (after the render that un-hides us).
@@ -120,16 +122,15 @@ pub fn MessageComposer(
                 node_ref=input
                 prop:value=move || text.get()
                 on:input=move |ev| set_text.set(event_target_value(&ev))
-                on:compositionstart=move |_| composing.set(true)
+                on:compositionstart=move |_| ime.update_value(Ime::composition_start)
                 on:compositionend=move |_| {
-                    composing.set(true);
-                    // The keydown right after compositionend still belongs to the IME.
-                    set_timeout(move || composing.set(false), Duration::ZERO);
+                    ime.update_value(Ime::composition_end);
+                    set_timeout(move || ime.update_value(Ime::tick), Duration::ZERO);
                 }
-                on:blur=move |_| composing.set(false)
+                on:blur=move |_| ime.update_value(Ime::blur)
                 on:keydown=move |ev: web_sys::KeyboardEvent| {
-                    let ime = ev.is_composing() || ev.key_code() == 229 || composing.get_untracked();
-                    if ev.key() == "Enter" && !ev.shift_key() && !ime {
+                    let key = key_input(&ev);
+                    if ime.try_update_value(|ime| sends_message(ime, &key)).unwrap_or(false) {
                         ev.prevent_default();
                         send();
                     }

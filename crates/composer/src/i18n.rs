@@ -120,7 +120,10 @@ pub struct Texts {
     pub answered: &'static str,
     /// An item neither answered nor skipped.
     pub unanswered: &'static str,
+    /// Prefix of a request that breaks core's rules and cannot be shown.
+    pub cannot_show: &'static str,
     progress: fn(usize, usize) -> String,
+    too_many_pending: fn(usize) -> String,
     waiting: fn(usize) -> String,
     incomplete: fn(usize) -> String,
     step: fn(usize) -> String,
@@ -151,6 +154,11 @@ impl Texts {
     /// A request went away without this tab resolving it.
     pub fn resolved(&self, outcome: Option<Outcome>) -> &'static str {
         (self.resolved)(outcome)
+    }
+
+    /// A request arrived while the page already holds `limit` of them.
+    pub fn too_many_pending(&self, limit: usize) -> String {
+        (self.too_many_pending)(limit)
     }
 }
 
@@ -188,7 +196,13 @@ static EN: Texts = Texts {
     steps: "Questions",
     answered: "answered",
     unanswered: "not answered yet",
+    cannot_show: "A question from the agent cannot be shown:",
     progress: |current, total| format!("{current} of {total}"),
+    too_many_pending: |limit| {
+        format!(
+            "A question from the agent cannot be shown: this page holds at most {limit} waiting requests. Answer some, then reload the page to see it."
+        )
+    },
     incomplete: |n| match n {
         1 => "1 question still needs an answer or Skip.".to_owned(),
         n => format!("{n} questions still need an answer or Skip."),
@@ -243,7 +257,13 @@ static ZH: Texts = Texts {
     steps: "问题",
     answered: "已回答",
     unanswered: "尚未回答",
+    cannot_show: "智能体的一个问题无法显示：",
     progress: |current, total| format!("第 {current} 题，共 {total} 题"),
+    too_many_pending: |limit| {
+        format!(
+            "智能体的一个问题无法显示：此页面最多容纳 {limit} 个等待中的请求。请先回答一些，然后刷新页面查看。"
+        )
+    },
     incomplete: |n| format!("还有 {n} 个问题需要回答或跳过。"),
     step: |n| format!("第 {n} 题"),
     resolved: |outcome| match outcome {
@@ -292,5 +312,21 @@ mod tests {
         assert_eq!(Lang::En.texts().waiting(1), "1 more request waiting");
         assert_eq!(Lang::En.texts().waiting(2), "2 more requests waiting");
         assert_eq!(Lang::Zh.texts().progress(2, 3), "第 2 题，共 3 题");
+    }
+
+    #[test]
+    fn a_request_the_page_cannot_hold_names_the_limit_in_both_languages() {
+        assert!(
+            Lang::En
+                .texts()
+                .too_many_pending(256)
+                .contains("at most 256 waiting requests")
+        );
+        assert!(
+            Lang::Zh
+                .texts()
+                .too_many_pending(256)
+                .contains("最多容纳 256 个")
+        );
     }
 }

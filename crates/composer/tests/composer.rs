@@ -367,23 +367,6 @@ async fn skip_answers_only_the_current_item_and_keeps_every_other_draft() {
 }
 
 #[wasm_bindgen_test]
-async fn back_returns_to_an_earlier_item_whose_answer_can_be_changed() {
-    let page = page_with_batch("back1").await;
-    click(&page.options()[2]);
-    settle().await;
-    assert_eq!(page.question(), "Which checks?");
-    click(&page.button("Back"));
-    settle().await;
-    assert_eq!(page.question(), "Which database?");
-    assert_eq!(page.checked(), vec![2], "the earlier answer is shown");
-    click(&page.options()[1]);
-    settle().await;
-    click(&page.button("Back"));
-    settle().await;
-    assert_eq!(page.checked(), vec![1], "the changed answer is kept");
-}
-
-#[wasm_bindgen_test]
 async fn the_recommended_option_has_a_badge_but_is_never_preselected_focused_first_or_chosen_by_enter()
  {
     let page = page_with_batch("rec1").await;
@@ -632,36 +615,6 @@ async fn replays_never_duplicate_and_session_synced_drops_what_was_resolved_mean
 }
 
 #[wasm_bindgen_test]
-async fn the_oldest_request_shows_first_with_a_count_of_the_others() {
-    clear_session_storage();
-    let host = MemoryTransport::new();
-    let page = mount(&host);
-    settle().await;
-    host.emit(requested(
-        "late",
-        20,
-        r#"{"questions":[{"id":"a","question":"Later question?"}]}"#,
-    ));
-    host.emit(requested(
-        "early",
-        10,
-        r#"{"questions":[{"id":"b","question":"Earlier question?"}]}"#,
-    ));
-    host.emit(requested(
-        "last",
-        30,
-        r#"{"questions":[{"id":"c","question":"Last question?"}]}"#,
-    ));
-    settle().await;
-    assert_eq!(page.question(), "Earlier question?");
-    assert_eq!(page.text("[data-auq=waiting]"), "2 more requests waiting");
-    host.emit(resolved("early", ANSWERED));
-    settle().await;
-    assert_eq!(page.question(), "Later question?");
-    assert_eq!(page.text("[data-auq=waiting]"), "1 more request waiting");
-}
-
-#[wasm_bindgen_test]
 async fn drafts_survive_a_reload_through_session_storage() {
     clear_session_storage();
     let host = MemoryTransport::new();
@@ -888,24 +841,6 @@ async fn chat_about_it_cancels_the_plan_review_so_the_message_box_returns() {
 }
 
 #[wasm_bindgen_test]
-async fn a_plan_review_that_does_not_fit_falls_back_to_the_generic_flow() {
-    clear_session_storage();
-    let host = MemoryTransport::new();
-    let page = mount(&host);
-    settle().await;
-    // Multi-select cannot be a review panel.
-    host.emit(requested(
-        "p3",
-        1,
-        r#"{"questions":[{"id":"plan","question":"Which parts?","detail":"The plan","multi_select":true,
-            "intent":{"kind":"plan-review","approve":"All"},"options":[{"label":"All"},{"label":"Some"}]}]}"#,
-    ));
-    settle().await;
-    assert!(page.try_q("[data-auq=plan-review]").is_none());
-    assert_eq!(page.options().len(), 2);
-}
-
-#[wasm_bindgen_test]
 async fn the_live_region_announces_a_newly_arrived_question() {
     clear_session_storage();
     let host = MemoryTransport::new();
@@ -1049,4 +984,56 @@ async fn enter_on_a_footer_button_is_left_to_the_button_and_never_submits_the_ba
         "a complete batch is not submitted by Enter on another button: {:?}",
         host.posts()
     );
+}
+
+#[wasm_bindgen_test]
+async fn a_request_beyond_what_the_page_holds_is_announced_and_shown_as_a_notice() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    let page = mount(&host);
+    settle().await;
+    let limit = ask_user_core::limits::MAX_PENDING_PER_SESSION;
+    for i in 0..=limit {
+        host.emit(requested(
+            &format!("r{i}"),
+            i as u64,
+            r#"{"questions":[{"id":"x","question":"Held?"}]}"#,
+        ));
+    }
+    settle().await;
+    let says = format!("this page holds at most {limit} waiting requests");
+    assert!(
+        page.text("[data-auq=notice] span").contains(&says),
+        "{}",
+        page.text("[data-auq=notice] span")
+    );
+    assert!(page.text("[data-auq=live]").contains(&says));
+    assert_eq!(
+        page.text("[data-auq=waiting]"),
+        format!("{} more requests waiting", limit - 1),
+        "what it holds is still shown"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn an_event_stream_that_cannot_be_created_says_disconnected_instead_of_connecting_forever() {
+    let root = container();
+    let handle = leptos::mount::mount_to(root.clone(), || {
+        ask_user_composer::conversation_view(ask_user_composer::MountOptions {
+            base_url: "http://[".into(),
+            session: "default".into(),
+            token: None,
+        })
+    });
+    settle().await;
+    let connection = root
+        .query_selector("[data-auq=connection]")
+        .unwrap()
+        .expect("a connection line");
+    assert_eq!(
+        connection.text_content().unwrap_or_default(),
+        "Disconnected from the host. Reload the page to reconnect."
+    );
+    drop(handle);
+    root.remove();
 }

@@ -28,12 +28,10 @@ fn request() -> AskRequest {
 }
 
 fn key(key: Key, in_text_box: bool) -> Action {
-    Action::Key(KeyInput {
-        key,
-        shift: false,
-        is_composing: false,
-        key_code: 0,
-        in_text_box,
+    Action::Key(if in_text_box {
+        KeyInput::in_text_box(key)
+    } else {
+        KeyInput::plain(key)
     })
 }
 

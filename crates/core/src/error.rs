@@ -1,4 +1,6 @@
-//! The one error type of ask-user, with machine-routable codes.
+//! The error vocabulary of ask-user: every failure an agent or a page sees
+//! carries one of these machine-routable codes (the host adds transport codes
+//! of its own in its error type).
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -74,7 +76,7 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// The one error of ask-user: a machine code and a human message.
+/// An ask-user failure: a machine code and a human message.
 ///
 /// Serialised as `{"name": "UserInteractionError", "code": "...", "message": "..."}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,8 +6,9 @@
 //! and the `ask_user_question` tool (schema, description, result text).
 //!
 //! Pure Rust + serde. It compiles for native and `wasm32-unknown-unknown` and must
-//! never depend on leptos, axum, tokio or web-sys: the host and the browser both
-//! build on it, so the rules live here once.
+//! never depend on leptos, axum, tokio, web-sys or wasm-bindgen (`tests/tests/tidy.rs`
+//! checks it): the host and the browser both build on it, so the rules live here
+//! once.
 //!
 //! ## A full ask through a toy provider
 //!
@@ -74,6 +75,7 @@
 
 pub mod answer;
 pub mod error;
+pub mod keys;
 pub mod limits;
 pub mod questionnaire;
 pub mod recommend;

@@ -244,3 +244,14 @@ impl From<UserInteractionError> for WireError {
         Self::new(error.code.as_str(), error.message)
     }
 }
+
+/// Whether a refused answer or cancel POST means the question is not pending
+/// any more (someone else resolved it): the host's `NOT_PENDING` code, or a
+/// bare 409 without an error body. A 409 with another code is some other
+/// refusal and is shown as one.
+pub fn is_not_pending(status: Option<u16>, code: Option<&str>) -> bool {
+    match code {
+        Some(code) => code == crate::ErrorCode::NotPending.as_str(),
+        None => status == Some(409),
+    }
+}

@@ -21,13 +21,11 @@ fn ready_to_submit() -> Questionnaire {
 }
 
 fn enter_with(is_composing: bool, key_code: u32) -> Action {
-    Action::Key(KeyInput::from_dom(
-        "Enter",
-        false,
+    Action::Key(KeyInput {
         is_composing,
         key_code,
-        true,
-    ))
+        ..KeyInput::in_text_box(Key::Enter)
+    })
 }
 
 #[test]
@@ -75,10 +73,7 @@ fn only_one_keydown_after_composition_end_is_consumed() {
 fn any_key_consumes_the_flag_after_composition_end() {
     let mut state = ready_to_submit();
     apply(&mut state, Action::CompositionEnd);
-    apply(
-        &mut state,
-        Action::Key(KeyInput::from_dom("a", false, false, 65, true)),
-    );
+    apply(&mut state, key_in_text_box(Key::Other));
     assert!(!state.ime().just_ended);
     assert_eq!(
         posted_answers(&apply(&mut state, enter_with(false, 13))).len(),
@@ -149,7 +144,11 @@ fn a_composing_digit_never_chooses_an_option() {
     let mut state = with_three();
     let fx = apply(
         &mut state,
-        Action::Key(KeyInput::from_dom("1", false, true, 229, false)),
+        Action::Key(KeyInput {
+            is_composing: true,
+            key_code: 229,
+            ..KeyInput::plain(Key::Digit(1))
+        }),
     );
     assert!(fx.is_empty());
     assert!(active(&state).drafts.items[0].selected.is_empty());

@@ -42,16 +42,23 @@ fn key_strategy() -> impl Strategy<Value = KeyInput> {
         ],
         any::<bool>(),
         prop::bool::weighted(0.1),
+        prop::bool::weighted(0.1),
         prop_oneof![9 => Just(13u32), 1 => Just(229u32)],
-        any::<bool>(),
+        prop_oneof![
+            Just(KeyTarget::TextBox),
+            Just(KeyTarget::Option),
+            Just(KeyTarget::Button),
+            Just(KeyTarget::Other),
+        ],
     )
         .prop_map(
-            |(key, shift, is_composing, key_code, in_text_box)| KeyInput {
+            |(key, shift, shortcut, is_composing, key_code, target)| KeyInput {
                 key,
                 shift,
+                shortcut,
                 is_composing,
                 key_code,
-                in_text_box,
+                target,
             },
         )
 }
@@ -127,9 +134,19 @@ fn check_invariants(state: &Questionnaire) -> Result<(), TestCaseError> {
         prop_assert!(request.current_index() < request.len());
         let options = request.current_question().options().len();
         prop_assert!(request.option_focus.is_none_or(|f| f < options));
-        // Rendering never panics either.
-        let _ = request.options_view();
-        let _ = request.progress();
+    }
+    // Rendering never panics either, and it agrees with the state.
+    let shown = view(state);
+    prop_assert_eq!(shown.slot_taken, !pending.is_empty());
+    prop_assert_eq!(
+        shown.active.as_ref().map(|a| a.id.as_str()),
+        pending.first().map(|r| r.id.as_str())
+    );
+    if let Some(item) = shown.item() {
+        prop_assert!(
+            item.options.iter().filter(|o| o.focused).count() <= 1,
+            "one tab stop"
+        );
     }
     Ok(())
 }

@@ -21,32 +21,32 @@ fn an_empty_questionnaire_leaves_the_normal_composer_in_the_slot() {
 #[test]
 fn a_requested_frame_takes_over_the_slot_and_focuses_the_first_option_that_is_not_recommended() {
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("q1", 1_000, three_items()));
+    let fx = act(&mut state, requested("q1", 1_000, three_items()));
     assert!(state.slot_taken());
     assert_eq!(active(&state).id, "q1");
     assert_eq!(active(&state).current_index(), 0);
     // Option 0 is "Postgres (Recommended)".
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
+    assert_eq!(fx.focus, Some(FocusTarget::Option(1)));
 }
 
 #[test]
 fn a_new_request_is_announced_and_its_saved_drafts_are_asked_for() {
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("q1", 1_000, three_items()));
+    let fx = act(&mut state, requested("q1", 1_000, three_items()));
     assert!(fx.contains(&Effect::LoadDrafts {
         question_id: "q1".into()
     }));
-    assert!(fx.contains(&Effect::Announce(Announcement::NewQuestion {
+    assert!(fx.announced(&Announcement::NewQuestion {
         question_id: "q1".into(),
         question: "Which database?".into(),
         pending: 1,
-    })));
+    }));
 }
 
 #[test]
 fn loading_saved_drafts_is_the_last_effect_so_a_restore_can_move_focus_after_it() {
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("q1", 1_000, three_items()));
+    let fx = act(&mut state, requested("q1", 1_000, three_items()));
     assert_eq!(
         fx.last(),
         Some(&Effect::LoadDrafts {
@@ -58,15 +58,15 @@ fn loading_saved_drafts_is_the_last_effect_so_a_restore_can_move_focus_after_it(
 #[test]
 fn an_optionless_first_item_opens_with_focus_in_the_text_box() {
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("q1", 1, one_free_text("why")));
-    assert_eq!(focuses(&fx), vec![FocusTarget::TextBox]);
-    assert_eq!(active(&state).text_box_role(), TextBoxRole::YourAnswer);
+    let fx = act(&mut state, requested("q1", 1, one_free_text("why")));
+    assert_eq!(fx.focus, Some(FocusTarget::TextBox));
+    assert_eq!(item(&state).text_box.role, TextBoxRole::YourAnswer);
 }
 
 #[test]
 fn an_item_with_options_names_its_text_box_other() {
     let state = with_three();
-    assert_eq!(active(&state).text_box_role(), TextBoxRole::Other);
+    assert_eq!(item(&state).text_box.role, TextBoxRole::Other);
 }
 
 #[test]
@@ -90,10 +90,10 @@ fn requests_are_shown_oldest_first_by_created_at_then_arrival() {
 #[test]
 fn a_newer_request_waits_without_moving_focus() {
     let mut state = with_three();
-    let fx = apply(&mut state, requested("q2", 2_000, one_single()));
+    let fx = act(&mut state, requested("q2", 2_000, one_single()));
     assert_eq!(active(&state).id, "q1");
     assert_eq!(state.waiting_count(), 1);
-    assert!(focuses(&fx).is_empty());
+    assert_eq!(fx.focus, None);
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn a_replayed_request_neither_duplicates_nor_loses_drafts() {
         [Action::OptionChosen { index: 1 }, typed("half-typed")],
     );
     let before = state.clone();
-    let fx = apply(&mut state, requested("q1", 1_000, three_items()));
+    let fx = act(&mut state, requested("q1", 1_000, three_items()));
     assert!(fx.is_empty());
     assert_eq!(state, before);
     assert_eq!(state.pending().len(), 1);
@@ -115,46 +115,44 @@ fn a_replayed_request_neither_duplicates_nor_loses_drafts() {
 fn a_resolved_frame_removes_the_request_at_once_and_clears_its_drafts() {
     let mut state = with_three();
     apply(&mut state, requested("q2", 2_000, one_single()));
-    let fx = apply(&mut state, resolved("q1", Outcome::Answered));
+    let fx = act(&mut state, resolved("q1", Outcome::Answered));
     assert_eq!(active(&state).id, "q2");
     assert!(fx.contains(&Effect::ClearDrafts {
         question_id: "q1".into()
     }));
     // "Yes (Recommended)" is listed first; focus opens on "No".
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
+    assert_eq!(fx.focus, Some(FocusTarget::Option(1)));
 }
 
 #[test]
 fn resolving_the_last_request_returns_the_slot_and_focus_to_the_message_box() {
     let mut state = with_three();
-    let fx = apply(&mut state, resolved("q1", Outcome::Cancelled));
+    let fx = act(&mut state, resolved("q1", Outcome::Cancelled));
     assert!(!state.slot_taken());
-    assert_eq!(focuses(&fx), vec![FocusTarget::MessageBox]);
+    assert_eq!(fx.focus, Some(FocusTarget::MessageBox));
 }
 
 #[test]
 fn resolving_a_waiting_request_does_not_move_focus() {
     let mut state = with_three();
     apply(&mut state, requested("q2", 2_000, one_single()));
-    let fx = apply(&mut state, resolved("q2", Outcome::Aborted));
+    let fx = act(&mut state, resolved("q2", Outcome::Aborted));
     assert_eq!(active(&state).id, "q1");
-    assert!(focuses(&fx).is_empty());
+    assert_eq!(fx.focus, None);
 }
 
 #[test]
 fn a_request_resolved_in_another_tab_leaves_a_notice_saying_so() {
     let mut state = with_three();
-    let fx = apply(&mut state, resolved("q1", Outcome::Answered));
+    let fx = act(&mut state, resolved("q1", Outcome::Answered));
     let expected = Notice::ResolvedElsewhere {
         question_id: "q1".into(),
         outcome: Some(Outcome::Answered),
     };
     assert_eq!(state.notice(), Some(&expected));
-    assert!(
-        fx.contains(&Effect::Announce(Announcement::ResolvedElsewhere {
-            outcome: Some(Outcome::Answered)
-        }))
-    );
+    assert!(fx.announced(&Announcement::ResolvedElsewhere {
+        outcome: Some(Outcome::Answered)
+    }));
     apply(&mut state, Action::DismissNotice);
     assert_eq!(state.notice(), None);
 }
@@ -222,7 +220,7 @@ fn session_synced_drops_requests_it_does_not_list() {
             requested("c", 3, one_single()),
         ],
     );
-    let fx = apply(&mut state, synced(&["b"]));
+    let fx = act(&mut state, synced(&["b"]));
     let ids: Vec<&str> = state.pending().iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["b"]);
     assert!(fx.contains(&Effect::ClearDrafts {
@@ -246,7 +244,7 @@ fn session_synced_listing_everything_changes_nothing() {
 fn a_message_frame_does_not_touch_the_questionnaire() {
     let mut state = with_three();
     let before = state.clone();
-    let fx = apply(
+    let fx = act(
         &mut state,
         Action::FrameReceived(SessionEvent::MessageCreated(MessageCreated {
             id: "m1".into(),
@@ -259,24 +257,38 @@ fn a_message_frame_does_not_touch_the_questionnaire() {
 }
 
 #[test]
-fn an_invalid_request_frame_is_ignored() {
+fn an_invalid_request_frame_is_not_shown_and_says_so() {
     let mut state = Questionnaire::new();
     let invalid = AskRequest { questions: vec![] };
-    assert!(apply(&mut state, requested("bad", 1, invalid)).is_empty());
+    let fx = act(&mut state, requested("bad", 1, invalid));
+    assert!(fx.is_empty(), "nothing to post or store: {fx:?}");
     assert!(!state.slot_taken());
+    let Some(Notice::CannotShow {
+        question_id,
+        why: CannotShow::Invalid { message },
+    }) = state.notice()
+    else {
+        panic!("no notice: {:?}", state.notice());
+    };
+    assert_eq!(question_id, "bad");
+    assert!(message.contains("question"), "{message}");
+    assert!(matches!(
+        fx.announced,
+        Some(Announcement::CannotShow(CannotShow::Invalid { .. }))
+    ));
 }
 
 #[test]
 fn progress_reads_current_of_total() {
     let mut state = with_three();
-    assert_eq!(active(&state).progress().to_string(), "1 of 3");
+    assert_eq!(shown(&state).progress.unwrap().to_string(), "1 of 3");
     apply(&mut state, Action::Next);
     assert_eq!(
-        active(&state).progress(),
-        Progress {
+        shown(&state).progress,
+        Some(Progress {
             current: 2,
             total: 3
-        }
+        })
     );
 }
 
@@ -285,11 +297,11 @@ fn progress_reads_current_of_total() {
 #[test]
 fn choosing_a_single_select_option_records_it_and_advances_at_once() {
     let mut state = with_three();
-    let fx = apply(&mut state, Action::OptionChosen { index: 1 });
+    let fx = act(&mut state, Action::OptionChosen { index: 1 });
     let request = active(&state);
     assert_eq!(request.drafts.items[0].selected, ["SQLite"]);
     assert_eq!(request.current_index(), 1);
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
+    assert_eq!(fx.focus, Some(FocusTarget::Option(0)));
     assert!(posted_answers(&fx).is_empty());
 }
 
@@ -297,7 +309,7 @@ fn choosing_a_single_select_option_records_it_and_advances_at_once() {
 fn choosing_on_the_last_item_does_not_submit() {
     let mut state = Questionnaire::new();
     apply(&mut state, requested("q1", 1, one_single()));
-    let fx = apply(&mut state, Action::OptionChosen { index: 1 });
+    let fx = act(&mut state, Action::OptionChosen { index: 1 });
     assert!(posted_answers(&fx).is_empty());
     assert_eq!(active(&state).status, Status::Editing);
     assert_eq!(active(&state).current_index(), 0);
@@ -323,9 +335,8 @@ fn other_text_overrides_the_single_select_choice_like_core_does() {
             typed("CockroachDB"),
         ],
     );
-    let request = active(&state);
-    assert!(request.options_view().iter().all(|o| !o.selected));
-    let batch = request.answer_batch().expect("valid");
+    assert!(item(&state).options.iter().all(|o| !o.selected));
+    let batch = active(&state).answer_batch().expect("valid");
     assert_eq!(
         json(&batch)["answers"][0],
         json!({"id": "db", "selected": [], "custom": "CockroachDB"})
@@ -360,7 +371,7 @@ fn multi_select_toggles_add_and_remove_labels_in_option_order() {
     let request = active(&state);
     assert_eq!(request.drafts.items[1].selected, ["Auth", "Billing"]);
     assert_eq!(request.current_index(), 1, "toggling never advances");
-    let selected: Vec<bool> = request.options_view().iter().map(|o| o.selected).collect();
+    let selected: Vec<bool> = item(&state).options.iter().map(|o| o.selected).collect();
     assert_eq!(selected, [true, false, true]);
 }
 
@@ -403,7 +414,7 @@ fn whitespace_only_text_is_not_an_answer() {
 #[test]
 fn every_draft_change_is_persisted_under_the_request_id() {
     let mut state = with_three();
-    let fx = apply(&mut state, Action::OptionChosen { index: 1 });
+    let fx = act(&mut state, Action::OptionChosen { index: 1 });
     let persisted = fx.iter().find_map(|e| match e {
         Effect::PersistDrafts {
             question_id,
@@ -419,7 +430,7 @@ fn every_draft_change_is_persisted_under_the_request_id() {
 #[test]
 fn a_change_that_changes_nothing_is_not_persisted() {
     let mut state = with_three();
-    let fx = apply(&mut state, Action::OptionFocused { index: 2 });
+    let fx = act(&mut state, Action::OptionFocused { index: 2 });
     assert!(!fx.iter().any(|e| matches!(e, Effect::PersistDrafts { .. })));
     assert_eq!(active(&state).option_focus, Some(2));
 }
@@ -429,11 +440,11 @@ fn a_change_that_changes_nothing_is_not_persisted() {
 #[test]
 fn the_recommended_option_shows_a_badge_and_its_label_without_the_suffix() {
     let state = with_three();
-    let options = active(&state).options_view();
+    let options = item(&state).options;
     assert!(options[0].recommended);
     assert_eq!(options[0].display, "Postgres");
     assert_eq!(options[0].label, "Postgres (Recommended)");
-    assert_eq!(options[0].description, Some("Solid"));
+    assert_eq!(options[0].description.as_deref(), Some("Solid"));
     assert!(!options[1].recommended);
     assert_eq!(options[1].display, "SQLite");
 }
@@ -441,7 +452,7 @@ fn the_recommended_option_shows_a_badge_and_its_label_without_the_suffix() {
 #[test]
 fn the_recommended_option_is_never_preselected() {
     let state = with_three();
-    assert!(active(&state).options_view().iter().all(|o| !o.selected));
+    assert!(item(&state).options.iter().all(|o| !o.selected));
     assert_eq!(active(&state).item_state(0), ItemState::Unanswered);
 }
 
@@ -453,8 +464,8 @@ fn the_recommended_option_is_not_focused_first_when_it_is_not_first() {
     )
     .unwrap();
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("q", 1, request));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
+    let fx = act(&mut state, requested("q", 1, request));
+    assert_eq!(fx.focus, Some(FocusTarget::Option(0)));
     assert_eq!(active(&state).option_focus, Some(0));
 }
 
@@ -466,10 +477,10 @@ fn the_recommended_option_is_not_focused_first_even_when_it_is_listed_first() {
     )
     .unwrap();
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("q", 1, request));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(1)]);
+    let fx = act(&mut state, requested("q", 1, request));
+    assert_eq!(fx.focus, Some(FocusTarget::Option(1)));
     assert_eq!(active(&state).option_focus, Some(1));
-    assert!(active(&state).options_view().iter().all(|o| !o.selected));
+    assert!(item(&state).options.iter().all(|o| !o.selected));
 }
 
 #[test]
@@ -479,9 +490,7 @@ fn enter_alone_never_chooses_the_recommended_option() {
     let fx = run(&mut state, [key(Key::Enter), key(Key::Enter)]);
     assert!(posted_answers(&fx).is_empty());
     assert!(active(&state).drafts.items[0].selected.is_empty());
-    assert!(fx.contains(&Effect::Announce(Announcement::Incomplete {
-        unanswered: 1
-    })));
+    assert!(fx.announced(&Announcement::Incomplete { unanswered: 1 }));
 }
 
 // ── Enter ────────────────────────────────────────────────────────────────────
@@ -525,13 +534,11 @@ fn enter_before_everything_is_answered_moves_to_the_next_unanswered_item() {
             Action::GoTo { index: 0 },
         ],
     );
-    let fx = apply(&mut state, enter());
+    let fx = act(&mut state, enter());
     assert!(posted_answers(&fx).is_empty());
     assert_eq!(active(&state).current_index(), 1);
     assert!(fx.contains(&Effect::PreventDefault));
-    assert!(fx.contains(&Effect::Announce(Announcement::Incomplete {
-        unanswered: 2
-    })));
+    assert!(fx.announced(&Announcement::Incomplete { unanswered: 2 }));
 }
 
 #[test]
@@ -565,9 +572,12 @@ fn shift_enter_does_nothing_so_the_text_box_gets_a_newline() {
     let mut state = Questionnaire::new();
     apply(&mut state, requested("q1", 1, one_free_text("why")));
     apply(&mut state, typed("line one"));
-    let fx = apply(
+    let fx = act(
         &mut state,
-        Action::Key(KeyInput::from_dom("Enter", true, false, 13, true)),
+        Action::Key(KeyInput {
+            shift: true,
+            ..KeyInput::in_text_box(Key::Enter)
+        }),
     );
     assert!(fx.is_empty(), "no preventDefault, no post: {fx:?}");
     assert_eq!(active(&state).status, Status::Editing);
@@ -589,7 +599,7 @@ fn submit_is_enabled_only_when_every_item_is_answered_or_skipped() {
 #[test]
 fn the_submit_button_on_an_incomplete_request_moves_on_instead_of_posting() {
     let mut state = with_three();
-    let fx = apply(&mut state, Action::Submit);
+    let fx = act(&mut state, Action::Submit);
     assert!(posted_answers(&fx).is_empty());
     assert_eq!(active(&state).current_index(), 1);
 }
@@ -599,7 +609,7 @@ fn the_submit_button_on_an_incomplete_request_moves_on_instead_of_posting() {
 #[test]
 fn a_number_key_chooses_the_nth_option_when_focus_is_not_in_a_text_box() {
     let mut state = with_three();
-    let fx = apply(&mut state, key(Key::Digit(2)));
+    let fx = act(&mut state, key(Key::Digit(2)));
     assert!(fx.contains(&Effect::PreventDefault));
     assert_eq!(active(&state).drafts.items[0].selected, ["SQLite"]);
     assert_eq!(active(&state).current_index(), 1);
@@ -621,10 +631,7 @@ fn a_number_key_toggles_on_a_multi_select_item() {
 fn a_number_key_typed_in_the_text_box_does_nothing() {
     let mut state = with_three();
     let before = state.clone();
-    let fx = apply(
-        &mut state,
-        Action::Key(KeyInput::from_dom("1", false, false, 49, true)),
-    );
+    let fx = act(&mut state, key_in_text_box(Key::Digit(1)));
     assert!(fx.is_empty());
     assert_eq!(state, before);
 }
@@ -652,14 +659,14 @@ fn dom_keys_map_to_questionnaire_keys() {
 fn arrow_keys_move_option_focus_and_wrap() {
     let mut state = with_three();
     assert_eq!(active(&state).option_focus, Some(1));
-    let fx = apply(&mut state, key(Key::ArrowDown));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(2)]);
+    let fx = act(&mut state, key(Key::ArrowDown));
+    assert_eq!(fx.focus, Some(FocusTarget::Option(2)));
     assert!(fx.contains(&Effect::PreventDefault));
-    let fx = apply(&mut state, key(Key::ArrowDown));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
-    let fx = apply(&mut state, key(Key::ArrowUp));
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(2)]);
-    assert!(active(&state).options_view()[2].focused);
+    let fx = act(&mut state, key(Key::ArrowDown));
+    assert_eq!(fx.focus, Some(FocusTarget::Option(0)));
+    let fx = act(&mut state, key(Key::ArrowUp));
+    assert_eq!(fx.focus, Some(FocusTarget::Option(2)));
+    assert!(item(&state).options[2].focused);
     assert!(
         active(&state).drafts.items[0].selected.is_empty(),
         "arrows only move"
@@ -669,10 +676,7 @@ fn arrow_keys_move_option_focus_and_wrap() {
 #[test]
 fn arrow_keys_in_the_text_box_move_the_caret_not_the_options() {
     let mut state = with_three();
-    let fx = apply(
-        &mut state,
-        Action::Key(KeyInput::from_dom("ArrowDown", false, false, 40, true)),
-    );
+    let fx = act(&mut state, key_in_text_box(Key::ArrowDown));
     assert!(fx.is_empty());
     assert_eq!(active(&state).option_focus, Some(1));
 }
@@ -681,7 +685,7 @@ fn arrow_keys_in_the_text_box_move_the_caret_not_the_options() {
 fn space_toggles_the_focused_multi_select_option() {
     let mut state = with_three();
     run(&mut state, [Action::Next, key(Key::ArrowDown)]);
-    let fx = apply(&mut state, key(Key::Space));
+    let fx = act(&mut state, key(Key::Space));
     assert!(fx.contains(&Effect::PreventDefault));
     assert_eq!(active(&state).drafts.items[1].selected, ["Search"]);
     apply(&mut state, key(Key::Space));
@@ -692,10 +696,7 @@ fn space_toggles_the_focused_multi_select_option() {
 fn space_in_the_text_box_types_a_space() {
     let mut state = with_three();
     apply(&mut state, Action::Next);
-    let fx = apply(
-        &mut state,
-        Action::Key(KeyInput::from_dom(" ", false, false, 32, true)),
-    );
+    let fx = act(&mut state, key_in_text_box(Key::Space));
     assert!(fx.is_empty());
     assert!(active(&state).drafts.items[1].selected.is_empty());
 }
@@ -705,11 +706,11 @@ fn space_in_the_text_box_types_a_space() {
 #[test]
 fn skip_answers_the_current_item_with_an_empty_selection_and_moves_on() {
     let mut state = with_three();
-    let fx = apply(&mut state, Action::Skip);
+    let fx = act(&mut state, Action::Skip);
     let request = active(&state);
     assert_eq!(request.item_state(0), ItemState::Skipped);
     assert_eq!(request.current_index(), 1);
-    assert_eq!(focuses(&fx), vec![FocusTarget::Option(0)]);
+    assert_eq!(fx.focus, Some(FocusTarget::Option(0)));
 }
 
 #[test]
@@ -803,7 +804,7 @@ fn back_returns_to_an_earlier_item_whose_answer_can_be_changed() {
         [Action::OptionChosen { index: 0 }, Action::Back],
     );
     assert_eq!(active(&state).current_index(), 0);
-    assert!(active(&state).options_view()[0].selected);
+    assert!(item(&state).options[0].selected);
     apply(&mut state, Action::OptionChosen { index: 1 });
     assert_eq!(active(&state).drafts.items[0].selected, ["SQLite"]);
 }
@@ -830,8 +831,8 @@ fn go_to_an_item_out_of_range_changes_nothing() {
 #[test]
 fn moving_to_an_optionless_item_focuses_its_text_box() {
     let mut state = with_three();
-    let fx = apply(&mut state, Action::GoTo { index: 2 });
-    assert_eq!(focuses(&fx), vec![FocusTarget::TextBox]);
+    let fx = act(&mut state, Action::GoTo { index: 2 });
+    assert_eq!(fx.focus, Some(FocusTarget::TextBox));
     assert_eq!(active(&state).option_focus, None);
 }
 
@@ -841,11 +842,11 @@ fn moving_to_an_optionless_item_focuses_its_text_box() {
 fn close_posts_a_cancel_for_the_whole_request() {
     let mut state = with_three();
     apply(&mut state, Action::OptionChosen { index: 0 });
-    let fx = apply(&mut state, Action::Close);
+    let fx = act(&mut state, Action::Close);
     assert_eq!(posted_cancels(&fx), ["q1"]);
     assert!(posted_answers(&fx).is_empty());
     assert_eq!(active(&state).status, Status::Sending(SendKind::Cancel));
-    assert_eq!(active(&state).status_key(), Some(StatusKey::SendingCancel));
+    assert_eq!(status_key(&state), Some(StatusKey::SendingCancel));
 }
 
 #[test]
@@ -859,7 +860,7 @@ fn the_request_stays_in_the_slot_after_a_successful_post_until_resolved() {
             Action::Submit,
         ],
     );
-    assert_eq!(active(&state).status_key(), Some(StatusKey::SendingAnswer));
+    assert_eq!(status_key(&state), Some(StatusKey::SendingAnswer));
     apply(
         &mut state,
         Action::SubmitSucceeded {
@@ -868,10 +869,10 @@ fn the_request_stays_in_the_slot_after_a_successful_post_until_resolved() {
     );
     assert!(state.slot_taken());
     assert_eq!(active(&state).status, Status::Sent(SendKind::Answer));
-    assert_eq!(active(&state).status_key(), Some(StatusKey::SendingAnswer));
-    let fx = apply(&mut state, resolved("q1", Outcome::Answered));
+    assert_eq!(status_key(&state), Some(StatusKey::SendingAnswer));
+    let fx = act(&mut state, resolved("q1", Outcome::Answered));
     assert!(!state.slot_taken());
-    assert_eq!(focuses(&fx), vec![FocusTarget::MessageBox]);
+    assert_eq!(fx.focus, Some(FocusTarget::MessageBox));
 }
 
 #[test]
@@ -914,7 +915,7 @@ fn a_failed_post_shows_a_readable_error_and_keeps_everything_typed() {
         ],
     );
     let drafts = active(&state).drafts.clone();
-    let fx = apply(
+    let fx = act(
         &mut state,
         Action::SubmitFailed {
             question_id: "q1".into(),
@@ -925,13 +926,13 @@ fn a_failed_post_shows_a_readable_error_and_keeps_everything_typed() {
     );
     let request = active(&state);
     assert_eq!(request.drafts, drafts);
-    assert_eq!(request.status_key(), Some(StatusKey::AnswerFailed));
+    assert_eq!(status_key(&state), Some(StatusKey::AnswerFailed));
     assert_eq!(request.failure().unwrap().message, "the host is unwell");
     assert_eq!(request.failure().unwrap().status, Some(500));
     assert!(request.can_submit(), "the person can retry");
-    assert!(fx.contains(&Effect::Announce(Announcement::SendFailed {
+    assert!(fx.announced(&Announcement::SendFailed {
         message: "the host is unwell".into()
-    })));
+    }));
     let retry = apply(&mut state, Action::Submit);
     assert_eq!(posted_answers(&retry).len(), 1);
 }
@@ -971,7 +972,7 @@ fn a_409_not_pending_removes_the_request_and_says_someone_else_resolved_it() {
             Action::Submit,
         ],
     );
-    let fx = apply(
+    let fx = act(
         &mut state,
         Action::SubmitFailed {
             question_id: "q1".into(),
@@ -988,11 +989,7 @@ fn a_409_not_pending_removes_the_request_and_says_someone_else_resolved_it() {
             outcome: None
         })
     );
-    assert!(
-        fx.contains(&Effect::Announce(Announcement::ResolvedElsewhere {
-            outcome: None
-        }))
-    );
+    assert!(fx.announced(&Announcement::ResolvedElsewhere { outcome: None }));
     assert!(fx.contains(&Effect::ClearDrafts {
         question_id: "q1".into()
     }));
@@ -1011,7 +1008,7 @@ fn a_failed_cancel_keeps_the_request_and_can_be_retried() {
             message: String::new(),
         },
     );
-    assert_eq!(active(&state).status_key(), Some(StatusKey::CancelFailed));
+    assert_eq!(status_key(&state), Some(StatusKey::CancelFailed));
     assert_eq!(
         active(&state).failure().unwrap().message,
         "the host answered HTTP 503"
@@ -1048,7 +1045,7 @@ fn an_over_long_answer_is_refused_before_sending_and_kept() {
     apply(&mut state, requested("q1", 1, one_free_text("why")));
     let long = "x".repeat(ask_user_core::limits::MAX_CUSTOM_CHARS + 1);
     apply(&mut state, typed(&long));
-    let fx = apply(&mut state, Action::Submit);
+    let fx = act(&mut state, Action::Submit);
     assert!(posted_answers(&fx).is_empty());
     let failure = active(&state).failure().expect("failed").clone();
     assert_eq!(failure.code.as_deref(), Some("BAD_ANSWER"));
@@ -1063,11 +1060,11 @@ fn collapsing_and_expanding_never_cancel_and_keep_drafts() {
     let mut state = with_three();
     apply(&mut state, Action::OptionChosen { index: 1 });
     let drafts = active(&state).drafts.clone();
-    let fx = apply(&mut state, Action::Collapse);
+    let fx = act(&mut state, Action::Collapse);
     assert!(fx.is_empty());
     assert!(active(&state).collapsed);
     assert!(state.slot_taken());
-    let fx = apply(&mut state, Action::Expand);
+    let fx = act(&mut state, Action::Expand);
     assert!(posted_cancels(&fx).is_empty());
     assert!(!active(&state).collapsed);
     assert_eq!(active(&state).drafts, drafts);
@@ -1115,7 +1112,7 @@ fn restored_drafts_bring_back_what_was_typed_before_a_reload() {
     let saved = active(&typed_before).drafts.clone();
 
     let mut reloaded = with_three();
-    let fx = apply(
+    let fx = act(
         &mut reloaded,
         Action::DraftsRestored {
             question_id: "q1".into(),
@@ -1124,7 +1121,7 @@ fn restored_drafts_bring_back_what_was_typed_before_a_reload() {
     );
     assert_eq!(active(&reloaded).drafts, saved);
     assert_eq!(active(&reloaded).current_index(), 2);
-    assert_eq!(focuses(&fx), vec![FocusTarget::TextBox]);
+    assert_eq!(fx.focus, Some(FocusTarget::TextBox));
 }
 
 #[test]
@@ -1181,7 +1178,7 @@ fn a_restore_never_overwrites_what_was_typed_since() {
 fn a_restore_for_an_unknown_request_is_ignored() {
     let mut state = with_three();
     let before = state.clone();
-    let fx = apply(
+    let fx = act(
         &mut state,
         Action::DraftsRestored {
             question_id: "other".into(),
@@ -1197,7 +1194,7 @@ fn a_restore_for_an_unknown_request_is_ignored() {
 #[test]
 fn a_single_plan_review_question_with_detail_and_approve_uses_the_review_panel() {
     let mut state = Questionnaire::new();
-    let fx = apply(&mut state, requested("p", 1, plan_review()));
+    let fx = act(&mut state, requested("p", 1, plan_review()));
     let request = active(&state);
     assert_eq!(
         request.mode,
@@ -1206,12 +1203,13 @@ fn a_single_plan_review_question_with_detail_and_approve_uses_the_review_panel()
             decline: Some(1)
         }
     );
-    assert_eq!(request.plan(), Some("# Plan\n1. Do it"));
-    assert_eq!(request.approve_label(), Some("Approve"));
-    assert_eq!(request.decline_label(), Some("Revise"));
+    let panel = plan(&state);
+    assert_eq!(panel.plan, "# Plan\n1. Do it");
+    assert_eq!(panel.approve, "Approve");
+    assert_eq!(panel.decline.as_deref(), Some("Revise"));
     assert_eq!(
-        focuses(&fx),
-        vec![FocusTarget::Slot],
+        fx.focus,
+        Some(FocusTarget::Slot),
         "never the approve button"
     );
 }
@@ -1242,7 +1240,7 @@ fn a_request_that_does_not_fit_plan_review_falls_back_to_the_generic_flow() {
 fn approving_a_plan_posts_the_approve_label() {
     let mut state = Questionnaire::new();
     apply(&mut state, requested("p", 1, plan_review()));
-    let fx = apply(&mut state, Action::Approve);
+    let fx = act(&mut state, Action::Approve);
     let posted = posted_answers(&fx);
     assert_eq!(
         json(&posted[0].1),
@@ -1254,7 +1252,7 @@ fn approving_a_plan_posts_the_approve_label() {
 fn declining_a_plan_posts_the_other_option() {
     let mut state = Questionnaire::new();
     apply(&mut state, requested("p", 1, plan_review()));
-    let fx = apply(&mut state, Action::Decline);
+    let fx = act(&mut state, Action::Decline);
     assert_eq!(
         json(&posted_answers(&fx)[0].1),
         json!({"answers": [{"id": "plan", "selected": ["Revise"]}]})
@@ -1265,11 +1263,11 @@ fn declining_a_plan_posts_the_other_option() {
 fn chat_about_it_cancels_so_the_normal_composer_returns() {
     let mut state = Questionnaire::new();
     apply(&mut state, requested("p", 1, plan_review()));
-    let fx = apply(&mut state, Action::ChatAboutIt);
+    let fx = act(&mut state, Action::ChatAboutIt);
     assert_eq!(posted_cancels(&fx), ["p"]);
-    let fx = apply(&mut state, resolved("p", Outcome::Cancelled));
+    let fx = act(&mut state, resolved("p", Outcome::Cancelled));
     assert!(!state.slot_taken());
-    assert_eq!(focuses(&fx), vec![FocusTarget::MessageBox]);
+    assert_eq!(fx.focus, Some(FocusTarget::MessageBox));
 }
 
 #[test]

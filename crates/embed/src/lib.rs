@@ -30,7 +30,6 @@ use ask_user_composer::{
     use_question_stream_with,
 };
 use ask_user_composer::{HttpTransport, PostError};
-use ask_user_core::questionnaire::Questionnaire;
 use ask_user_core::wire::MessageCreated;
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
@@ -339,9 +338,9 @@ fn render(
 
 /// Calls `callback(taken)` whenever the question composer takes or gives back the slot.
 fn watch_slot(stream: UseQuestionStreamReturn, callback: js_sys::Function) {
-    let state = stream.session.state();
+    let view = stream.session.view();
     Effect::new(move |previous: Option<bool>| {
-        let taken = state.with(Questionnaire::slot_taken);
+        let taken = view.with(|v| v.slot_taken);
         if previous.unwrap_or(false) != taken {
             // Last: the callback may unmount, which disposes this effect's signals.
             call(&callback, &JsValue::from_bool(taken));

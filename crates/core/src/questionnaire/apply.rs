@@ -1,28 +1,68 @@
 //! The transition function.
 
+use super::query::{item_state, plan_review_mode};
 use super::types::*;
-use super::view::{item_state, plan_review_mode};
 use crate::request::AskRequest;
 use crate::wire::{Outcome, QuestionRequested, SessionEvent};
 
-/// Applies one action and returns what to do, in order.
+/// Applies one action and returns what the shell must do, in order. Focus and
+/// announcements are not returned: they become the view model's versioned
+/// intents ([`view`](super::view)).
 ///
 /// Never panics, whatever the sequence. An action that does not apply (a click
 /// while sending, an index out of range, a result for an unknown id) changes
 /// nothing and returns no effects.
 pub fn apply(state: &mut Questionnaire, action: Action) -> Vec<Effect> {
-    let mut fx = Vec::new();
+    let mut out = Out::default();
     match action {
-        Action::FrameReceived(event) => frame(state, event, &mut fx),
-        Action::Key(key) => self::key(state, key, &mut fx),
-        Action::CompositionStart => state.ime.composing = true,
-        Action::CompositionEnd => {
-            state.ime.composing = false;
-            state.ime.just_ended = true;
-            fx.push(Effect::ScheduleTick);
+        Action::FrameReceived(event) => frame(state, event, &mut out),
+        Action::OptionChosen { index } | Action::OptionToggled { index } => {
+            edit(state, &mut out, |request, out| choose(request, index, out))
         }
-        Action::Tick => state.ime.just_ended = false,
-        Action::Blur => state.ime = Ime::default(),
+        Action::OptionFocused { index } => edit(state, &mut out, |request, _| {
+            let options = request.current_question().options().len();
+            if index < options {
+                request.option_focus = Some(index);
+            }
+            false
+        }),
+        Action::DraftEdited { text } => {
+            edit(state, &mut out, |request, _| type_text(request, text))
+        }
+        Action::Key(key) => self::key(state, key, &mut out),
+        Action::CompositionStart => state.ime.composition_start(),
+        Action::CompositionEnd => {
+            state.ime.composition_end();
+            out.effect(Effect::ScheduleTick);
+        }
+        Action::Tick => state.ime.tick(),
+        Action::Blur => state.ime.blur(),
+        Action::Skip => edit(state, &mut out, skip),
+        Action::Back => edit(state, &mut out, |request, out| {
+            let target = request.drafts.current.checked_sub(1);
+            move_to(request, target, out)
+        }),
+        Action::Next => edit(state, &mut out, |request, out| {
+            let target = request.drafts.current + 1;
+            move_to(request, Some(target), out)
+        }),
+        Action::GoTo { index } => edit(state, &mut out, |request, out| {
+            move_to(request, Some(index), out)
+        }),
+        Action::Submit => edit(state, &mut out, submit_or_advance),
+        Action::Close | Action::ChatAboutIt => edit(state, &mut out, |request, out| {
+            request.status = Status::Sending(SendKind::Cancel);
+            out.effect(Effect::PostCancel {
+                question_id: request.id.clone(),
+            });
+            false
+        }),
+        Action::Approve => edit(state, &mut out, |request, out| {
+            decide(request, Decision::Approve, out)
+        }),
+        Action::Decline => edit(state, &mut out, |request, out| {
+            decide(request, Decision::Decline, out)
+        }),
         Action::SubmitSucceeded { question_id } => {
             if let Some(request) = find_mut(state, &question_id)
                 && let Status::Sending(kind) = request.status
@@ -35,12 +75,7 @@ pub fn apply(state: &mut Questionnaire, action: Action) -> Vec<Effect> {
             status,
             code,
             message,
-        } => submit_failed(state, question_id, status, code, message, &mut fx),
-        Action::DraftsRestored {
-            question_id,
-            drafts,
-        } => restore(state, &question_id, drafts, &mut fx),
-        Action::DismissNotice => state.notice = None,
+        } => submit_failed(state, question_id, status, code, message, &mut out),
         Action::Collapse => {
             if let Some(request) = state.requests.first_mut() {
                 request.collapsed = true;
@@ -49,25 +84,73 @@ pub fn apply(state: &mut Questionnaire, action: Action) -> Vec<Effect> {
         Action::Expand => {
             if let Some(request) = state.requests.first_mut() {
                 request.collapsed = false;
-                fx.push(Effect::Focus(entry_focus(request)));
+                out.focus(entry_focus(request));
             }
         }
-        other => edit(state, other, &mut fx),
+        Action::DraftsRestored {
+            question_id,
+            drafts,
+        } => restore(state, &question_id, drafts, &mut out),
+        Action::DismissNotice => state.notice = None,
     }
-    fx
+    out.commit(state)
+}
+
+/// What one [`apply`] produces: the shell's effects, and the DOM intents it
+/// asked for (the last of each kind counts, as the shell would apply it last).
+#[derive(Default)]
+struct Out {
+    effects: Vec<Effect>,
+    focus: Option<FocusTarget>,
+    announcement: Option<Announcement>,
+}
+
+impl Out {
+    fn effect(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
+
+    fn focus(&mut self, target: FocusTarget) {
+        self.focus = Some(target);
+    }
+
+    fn announce(&mut self, announcement: Announcement) {
+        self.announcement = Some(announcement);
+    }
+
+    /// Stores the intents with fresh versions; returns the effects.
+    fn commit(self, state: &mut Questionnaire) -> Vec<Effect> {
+        if let Some(value) = self.focus {
+            state.focus = Some(Versioned::next(state.focus.as_ref(), value));
+        }
+        if let Some(value) = self.announcement {
+            state.announcement = Some(Versioned::next(state.announcement.as_ref(), value));
+        }
+        self.effects
+    }
 }
 
 fn find_mut<'a>(state: &'a mut Questionnaire, id: &str) -> Option<&'a mut PendingRequest> {
     state.requests.iter_mut().find(|r| r.id == id)
 }
 
+/// Sets `slot` to `value`; true when that changed it. Every draft edit goes
+/// through it, so a change is marked where it happens.
+fn set<T: PartialEq>(slot: &mut T, value: T) -> bool {
+    let changed = *slot != value;
+    if changed {
+        *slot = value;
+    }
+    changed
+}
+
 // ── stream frames ────────────────────────────────────────────────────────────
 
-fn frame(state: &mut Questionnaire, event: SessionEvent, fx: &mut Vec<Effect>) {
+fn frame(state: &mut Questionnaire, event: SessionEvent, out: &mut Out) {
     match event {
-        SessionEvent::QuestionRequested(requested) => self::requested(state, requested, fx),
+        SessionEvent::QuestionRequested(requested) => self::requested(state, requested, out),
         SessionEvent::QuestionResolved(resolved) => {
-            remove(state, &resolved.id, Some(resolved.outcome), fx)
+            remove(state, &resolved.id, Some(resolved.outcome), out)
         }
         SessionEvent::SessionSynced(synced) => {
             let gone: Vec<String> = state
@@ -77,7 +160,7 @@ fn frame(state: &mut Questionnaire, event: SessionEvent, fx: &mut Vec<Effect>) {
                 .map(|r| r.id.clone())
                 .collect();
             for id in gone {
-                remove(state, &id, None, fx);
+                remove(state, &id, None, out);
             }
         }
         SessionEvent::MessageCreated(_) => {}
@@ -86,13 +169,22 @@ fn frame(state: &mut Questionnaire, event: SessionEvent, fx: &mut Vec<Effect>) {
     }
 }
 
-fn requested(state: &mut Questionnaire, frame: QuestionRequested, fx: &mut Vec<Effect>) {
+fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out) {
     // A replay (stream reopen) of a known id changes nothing: drafts stay.
-    if state.requests.iter().any(|r| r.id == frame.id)
-        || state.requests.len() >= MAX_PENDING_REQUESTS
-        || frame.request.validate().is_err()
-    {
+    if state.requests.iter().any(|r| r.id == frame.id) {
         return;
+    }
+    if let Err(error) = frame.request.validate() {
+        let why = CannotShow::Invalid {
+            message: error.message,
+        };
+        return cannot_show(state, frame.id, why, out);
+    }
+    if state.requests.len() >= MAX_PENDING_REQUESTS {
+        let why = CannotShow::TooManyPending {
+            limit: MAX_PENDING_REQUESTS,
+        };
+        return cannot_show(state, frame.id, why, out);
     }
     let was_empty = state.requests.is_empty();
     let previous_active = state.requests.first().map(|r| r.id.clone());
@@ -110,20 +202,30 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, fx: &mut Vec<E
         .unwrap_or(state.requests.len());
     let question = request.request.questions[0].question.clone();
     state.requests.insert(position, request);
-    state.notice = None;
-    fx.push(Effect::Announce(Announcement::NewQuestion {
+    // A new request supersedes "resolved elsewhere"; a request that could not be
+    // shown is still missing, so that notice stays until dismissed.
+    if matches!(state.notice, Some(Notice::ResolvedElsewhere { .. })) {
+        state.notice = None;
+    }
+    out.announce(Announcement::NewQuestion {
         question_id: frame.id.clone(),
         question,
         pending: state.requests.len(),
-    }));
+    });
     let active = &state.requests[0];
     if was_empty || previous_active.as_deref() != Some(active.id.as_str()) {
-        fx.push(Effect::Focus(entry_focus(active)));
+        out.focus(entry_focus(active));
     }
     // Last, so a restore performed synchronously can move focus after ours.
-    fx.push(Effect::LoadDrafts {
+    out.effect(Effect::LoadDrafts {
         question_id: frame.id,
     });
+}
+
+/// A request the page cannot hold is reported, never dropped in silence.
+fn cannot_show(state: &mut Questionnaire, question_id: String, why: CannotShow, out: &mut Out) {
+    out.announce(Announcement::CannotShow(why.clone()));
+    state.notice = Some(Notice::CannotShow { question_id, why });
 }
 
 fn new_request(
@@ -162,12 +264,12 @@ fn new_request(
 
 /// Removes a request; `outcome` is `Some` for `question/resolved`, `None` for a
 /// `409 NOT_PENDING` or a `session/synced` drop.
-fn remove(state: &mut Questionnaire, id: &str, outcome: Option<Outcome>, fx: &mut Vec<Effect>) {
+fn remove(state: &mut Questionnaire, id: &str, outcome: Option<Outcome>, out: &mut Out) {
     let Some(position) = state.requests.iter().position(|r| r.id == id) else {
         return;
     };
     let removed = state.requests.remove(position);
-    fx.push(Effect::ClearDrafts {
+    out.effect(Effect::ClearDrafts {
         question_id: removed.id.clone(),
     });
     // Resolved by this tab's own POST (accepted, or in flight when the frame
@@ -178,18 +280,20 @@ fn remove(state: &mut Questionnaire, id: &str, outcome: Option<Outcome>, fx: &mu
         Status::Editing | Status::Failed { .. } => false,
     };
     if !ours {
-        state.notice = Some(Notice::ResolvedElsewhere {
-            question_id: removed.id,
-            outcome,
-        });
-        fx.push(Effect::Announce(Announcement::ResolvedElsewhere {
-            outcome,
-        }));
+        // A question that could not be shown is still missing: that notice
+        // outranks this one (which is announced either way).
+        if !matches!(state.notice, Some(Notice::CannotShow { .. })) {
+            state.notice = Some(Notice::ResolvedElsewhere {
+                question_id: removed.id,
+                outcome,
+            });
+        }
+        out.announce(Announcement::ResolvedElsewhere { outcome });
     }
     if position == 0 {
         match state.requests.first() {
-            Some(next) => fx.push(Effect::Focus(entry_focus(next))),
-            None => fx.push(Effect::Focus(FocusTarget::MessageBox)),
+            Some(next) => out.focus(entry_focus(next)),
+            None => out.focus(FocusTarget::MessageBox),
         }
     }
 }
@@ -200,7 +304,7 @@ fn submit_failed(
     status: Option<u16>,
     code: Option<String>,
     message: String,
-    fx: &mut Vec<Effect>,
+    out: &mut Out,
 ) {
     let Some(request) = find_mut(state, &id) else {
         return;
@@ -208,9 +312,8 @@ fn submit_failed(
     let (Status::Sending(kind) | Status::Sent(kind)) = request.status else {
         return;
     };
-    if status == Some(409) || code.as_deref() == Some(crate::ErrorCode::NotPending.as_str()) {
-        remove(state, &id, None, fx);
-        return;
+    if crate::wire::is_not_pending(status, code.as_deref()) {
+        return remove(state, &id, None, out);
     }
     let message = readable(status, code.as_deref(), &message);
     request.status = Status::Failed {
@@ -221,7 +324,7 @@ fn submit_failed(
             message: message.clone(),
         },
     };
-    fx.push(Effect::Announce(Announcement::SendFailed { message }));
+    out.announce(Announcement::SendFailed { message });
 }
 
 /// A message a person can read even when the transport said little.
@@ -237,7 +340,7 @@ fn readable(status: Option<u16>, code: Option<&str>, message: &str) -> String {
     }
 }
 
-fn restore(state: &mut Questionnaire, id: &str, saved: Drafts, fx: &mut Vec<Effect>) {
+fn restore(state: &mut Questionnaire, id: &str, saved: Drafts, out: &mut Out) {
     let is_active = state.requests.first().is_some_and(|r| r.id == id);
     let Some(request) = find_mut(state, id) else {
         return;
@@ -275,118 +378,46 @@ fn restore(state: &mut Questionnaire, id: &str, saved: Drafts, fx: &mut Vec<Effe
     request.option_focus = first_option_focus(request);
     request.touched = true;
     if is_active {
-        fx.push(Effect::Focus(entry_focus(request)));
+        out.focus(entry_focus(request));
     }
 }
 
 // ── editing the active request ───────────────────────────────────────────────
 
-fn edit(state: &mut Questionnaire, action: Action, fx: &mut Vec<Effect>) {
-    let Some(request) = state.requests.first_mut() else {
+/// Runs `change` on the active request when the person can edit it; `change`
+/// returns whether it changed the drafts, which are then persisted.
+fn edit(
+    state: &mut Questionnaire,
+    out: &mut Out,
+    change: impl FnOnce(&mut PendingRequest, &mut Out) -> bool,
+) {
+    let Some(request) = state.requests.first_mut().filter(|r| r.is_editable()) else {
         return;
     };
-    if !request.is_editable() {
-        return;
+    if change(request, out) {
+        persist(request, out);
     }
-    let before = request.drafts.clone();
-    match action {
-        Action::OptionChosen { index } | Action::OptionToggled { index } => {
-            choose(request, index, fx)
-        }
-        Action::OptionFocused { index } => {
-            let options = request.current_question().options().len();
-            request.option_focus = Some(index)
-                .filter(|&i| i < options)
-                .or(request.option_focus);
-        }
-        Action::DraftEdited { text } => {
-            let question = &request.request.questions[request.drafts.current];
-            let single = !question.is_multi_select();
-            let draft = &mut request.drafts.items[request.drafts.current];
-            draft.text = text;
-            if !draft.text.trim().is_empty() {
-                draft.skipped = false;
-                // Single-select: the "Other" text overrides (and clears) the choice.
-                if single {
-                    draft.selected.clear();
-                }
-            }
-        }
-        Action::Skip => {
-            let current = request.drafts.current;
-            let draft = &mut request.drafts.items[current];
-            draft.selected.clear();
-            draft.text.clear();
-            draft.skipped = true;
-            if current + 1 < request.len() {
-                go_to(request, current + 1, fx);
-            }
-        }
-        Action::Back | Action::Next | Action::GoTo { .. } => {
-            let current = request.drafts.current;
-            let target = match action {
-                Action::Back => current.checked_sub(1),
-                Action::Next => Some(current + 1),
-                Action::GoTo { index } => Some(index),
-                _ => None,
-            };
-            if let Some(target) = target.filter(|&t| t < request.len() && t != current) {
-                go_to(request, target, fx);
-            }
-        }
-        Action::Submit => submit_or_advance(request, fx),
-        Action::Close | Action::ChatAboutIt => {
-            request.status = Status::Sending(SendKind::Cancel);
-            fx.push(Effect::PostCancel {
-                question_id: request.id.clone(),
-            });
-        }
-        Action::Approve | Action::Decline => {
-            let Mode::PlanReview { approve, decline } = request.mode else {
-                return;
-            };
-            let index = if matches!(action, Action::Approve) {
-                Some(approve)
-            } else {
-                decline
-            };
-            if let Some(index) = index {
-                let label = request.request.questions[0].options()[index].label.clone();
-                let draft = &mut request.drafts.items[0];
-                draft.selected = vec![label];
-                draft.text.clear();
-                draft.skipped = false;
-                submit(request, fx);
-            }
-        }
-        // Handled in `apply`.
-        _ => {}
-    }
-    persist_if_changed(request, before, fx);
 }
 
-fn persist_if_changed(request: &mut PendingRequest, before: Drafts, fx: &mut Vec<Effect>) {
-    if request.drafts != before {
-        request.touched = true;
-        fx.push(Effect::PersistDrafts {
-            question_id: request.id.clone(),
-            drafts: request.drafts.clone(),
-        });
-    }
+fn persist(request: &mut PendingRequest, out: &mut Out) {
+    request.touched = true;
+    out.effect(Effect::PersistDrafts {
+        question_id: request.id.clone(),
+        drafts: request.drafts.clone(),
+    });
 }
 
 /// Chooses (single-select: records and advances) or toggles (multi-select).
-fn choose(request: &mut PendingRequest, index: usize, fx: &mut Vec<Effect>) {
+fn choose(request: &mut PendingRequest, index: usize, out: &mut Out) -> bool {
     let current = request.drafts.current;
     let question = &request.request.questions[current];
     let Some(option) = question.options().get(index) else {
-        return;
+        return false;
     };
     let label = option.label.clone();
-    let multi = question.is_multi_select();
-    let draft = &mut request.drafts.items[current];
     request.option_focus = Some(index);
-    if multi {
+    let draft = &mut request.drafts.items[current];
+    if question.is_multi_select() {
         if let Some(at) = draft.selected.iter().position(|l| *l == label) {
             draft.selected.remove(at);
         } else {
@@ -397,21 +428,55 @@ fn choose(request: &mut PendingRequest, index: usize, fx: &mut Vec<Effect>) {
                 .sort_by_key(|l| options.iter().position(|o| o.label == *l));
             draft.skipped = false;
         }
-    } else {
-        draft.selected = vec![label];
-        draft.text.clear();
-        draft.skipped = false;
-        if current + 1 < request.len() {
-            go_to(request, current + 1, fx);
+        return true;
+    }
+    let changed = set(&mut draft.selected, vec![label])
+        | set(&mut draft.text, String::new())
+        | set(&mut draft.skipped, false);
+    move_to(request, Some(current + 1), out) | changed
+}
+
+/// The current item's free text changed (its whole new value).
+fn type_text(request: &mut PendingRequest, text: String) -> bool {
+    let current = request.drafts.current;
+    let single = !request.request.questions[current].is_multi_select();
+    let draft = &mut request.drafts.items[current];
+    let mut changed = set(&mut draft.text, text);
+    if !draft.text.trim().is_empty() {
+        changed |= set(&mut draft.skipped, false);
+        // Single-select: the "Other" text overrides (and clears) the choice.
+        if single {
+            changed |= set(&mut draft.selected, Vec::new());
         }
     }
+    changed
+}
+
+/// Skips only the current item and moves on (stays on the last).
+fn skip(request: &mut PendingRequest, out: &mut Out) -> bool {
+    let current = request.drafts.current;
+    let draft = &mut request.drafts.items[current];
+    let changed = set(&mut draft.selected, Vec::new())
+        | set(&mut draft.text, String::new())
+        | set(&mut draft.skipped, true);
+    move_to(request, Some(current + 1), out) | changed
+}
+
+/// Moves to `target` when it is another item of the request.
+fn move_to(request: &mut PendingRequest, target: Option<usize>, out: &mut Out) -> bool {
+    let current = request.drafts.current;
+    let Some(target) = target.filter(|&t| t < request.len() && t != current) else {
+        return false;
+    };
+    go_to(request, target, out);
+    true
 }
 
 /// Shows item `index` and puts focus where an opening item wants it.
-fn go_to(request: &mut PendingRequest, index: usize, fx: &mut Vec<Effect>) {
+fn go_to(request: &mut PendingRequest, index: usize, out: &mut Out) {
     request.drafts.current = index;
     request.option_focus = first_option_focus(request);
-    fx.push(Effect::Focus(entry_focus(request)));
+    out.focus(entry_focus(request));
 }
 
 /// An item with options opens with focus on its first option that is not the
@@ -442,24 +507,21 @@ fn entry_focus(request: &PendingRequest) -> FocusTarget {
 }
 
 /// Enter / Submit: post when complete; otherwise move to the next open item.
-fn submit_or_advance(request: &mut PendingRequest, fx: &mut Vec<Effect>) {
+fn submit_or_advance(request: &mut PendingRequest, out: &mut Out) -> bool {
     if request.is_complete() {
-        submit(request, fx);
-        return;
+        submit(request, out);
+        return false;
     }
     let len = request.len();
     let current = request.drafts.current;
     let next_open = (1..=len)
         .map(|step| (current + step) % len)
         .find(|&i| item_state_at(request, i) == ItemState::Unanswered);
-    if let Some(next) = next_open
-        && next != current
-    {
-        go_to(request, next, fx);
-    }
-    fx.push(Effect::Announce(Announcement::Incomplete {
+    let moved = move_to(request, next_open, out);
+    out.announce(Announcement::Incomplete {
         unanswered: request.unanswered_count(),
-    }));
+    });
+    moved
 }
 
 fn item_state_at(request: &PendingRequest, index: usize) -> ItemState {
@@ -469,12 +531,38 @@ fn item_state_at(request: &PendingRequest, index: usize) -> ItemState {
     )
 }
 
+enum Decision {
+    Approve,
+    Decline,
+}
+
+/// Plan review: chooses the approve (or decline) option and submits.
+fn decide(request: &mut PendingRequest, decision: Decision, out: &mut Out) -> bool {
+    let Mode::PlanReview { approve, decline } = request.mode else {
+        return false;
+    };
+    let index = match decision {
+        Decision::Approve => Some(approve),
+        Decision::Decline => decline,
+    };
+    let Some(index) = index else {
+        return false;
+    };
+    let label = request.request.questions[0].options()[index].label.clone();
+    let draft = &mut request.drafts.items[0];
+    let changed = set(&mut draft.selected, vec![label])
+        | set(&mut draft.text, String::new())
+        | set(&mut draft.skipped, false);
+    submit(request, out);
+    changed
+}
+
 /// Posts the batch; only ever called on a complete request.
-fn submit(request: &mut PendingRequest, fx: &mut Vec<Effect>) {
+fn submit(request: &mut PendingRequest, out: &mut Out) {
     match request.answer_batch() {
         Ok(batch) => {
             request.status = Status::Sending(SendKind::Answer);
-            fx.push(Effect::PostAnswer {
+            out.effect(Effect::PostAnswer {
                 question_id: request.id.clone(),
                 batch,
             });
@@ -489,23 +577,22 @@ fn submit(request: &mut PendingRequest, fx: &mut Vec<Effect>) {
                     message: error.message.clone(),
                 },
             };
-            fx.push(Effect::Announce(Announcement::SendFailed {
+            out.announce(Announcement::SendFailed {
                 message: error.message,
-            }));
+            });
         }
     }
 }
 
 // ── keys ─────────────────────────────────────────────────────────────────────
 
-fn key(state: &mut Questionnaire, key: KeyInput, fx: &mut Vec<Effect>) {
+fn key(state: &mut Questionnaire, key: KeyInput, out: &mut Out) {
+    if key.activates_control() {
+        return;
+    }
     // The keydown right after compositionend is the IME's confirmation (Safari
     // sends it without isComposing); it is consumed either way.
-    let composing = key.is_composing
-        || key.key_code == 229
-        || state.ime.composing
-        || std::mem::take(&mut state.ime.just_ended);
-    if composing {
+    if state.ime.claims(&key) || key.shortcut {
         return;
     }
     let Some(request) = state.requests.first_mut() else {
@@ -515,31 +602,36 @@ fn key(state: &mut Questionnaire, key: KeyInput, fx: &mut Vec<Effect>) {
         return;
     }
     // Plan review acts through its buttons only.
-    let options = if request.is_plan_review() {
+    let plan_review = request.is_plan_review();
+    let options = if plan_review {
         0
     } else {
         request.current_question().options().len()
     };
+    let in_text_box = key.target == KeyTarget::TextBox;
     match key.key {
+        // Shift+Enter: a newline in the text box.
+        Key::Enter if key.shift => {}
         Key::Enter => {
-            if key.shift {
-                return; // newline in the text box
+            out.effect(Effect::PreventDefault);
+            // The plan is approved only by its button.
+            if !plan_review && submit_or_advance(request, out) {
+                persist(request, out);
             }
-            fx.push(Effect::PreventDefault);
-            if request.is_plan_review() {
-                return; // the plan is approved only by its button
+        }
+        Key::Digit(n) if !in_text_box && (1..=options).contains(&(n as usize)) => {
+            out.effect(Effect::PreventDefault);
+            let (index, item) = (n as usize - 1, request.drafts.current);
+            if choose(request, index, out) {
+                persist(request, out);
             }
-            let before = request.drafts.clone();
-            submit_or_advance(request, fx);
-            persist_if_changed(request, before, fx);
+            // Focus follows the option a key chose (roving focus), unless the
+            // choice opened the next item.
+            if key.target == KeyTarget::Option && request.drafts.current == item {
+                out.focus(FocusTarget::Option(index));
+            }
         }
-        Key::Digit(n) if !key.in_text_box && (1..=options).contains(&(n as usize)) => {
-            fx.push(Effect::PreventDefault);
-            let before = request.drafts.clone();
-            choose(request, n as usize - 1, fx);
-            persist_if_changed(request, before, fx);
-        }
-        Key::ArrowUp | Key::ArrowDown if !key.in_text_box && options > 0 => {
+        Key::ArrowUp | Key::ArrowDown if !in_text_box && options > 0 => {
             let next = match (key.key, request.option_focus) {
                 (Key::ArrowDown, Some(i)) => (i + 1) % options,
                 (Key::ArrowDown, None) => 0,
@@ -547,17 +639,17 @@ fn key(state: &mut Questionnaire, key: KeyInput, fx: &mut Vec<Effect>) {
                 (_, None) => options - 1,
             };
             request.option_focus = Some(next);
-            fx.push(Effect::PreventDefault);
-            fx.push(Effect::Focus(FocusTarget::Option(next)));
+            out.effect(Effect::PreventDefault);
+            out.focus(FocusTarget::Option(next));
         }
-        Key::Space if !key.in_text_box => {
+        Key::Space if !in_text_box => {
             if let Some(index) = request.option_focus.filter(|&i| i < options) {
-                fx.push(Effect::PreventDefault);
-                let before = request.drafts.clone();
-                choose(request, index, fx);
-                persist_if_changed(request, before, fx);
+                out.effect(Effect::PreventDefault);
+                if choose(request, index, out) {
+                    persist(request, out);
+                }
             }
         }
-        _ => {}
+        Key::Digit(_) | Key::ArrowUp | Key::ArrowDown | Key::Space | Key::Other => {}
     }
 }

@@ -6,7 +6,8 @@
 //!                                             │
 //!                     apply(&mut Questionnaire, Action) -> Vec<Effect>
 //!                                             │
-//!          render from the view helpers ◄─────┴────► perform each Effect
+//!     render view(&Questionnaire) -> ViewModel ◄─┴─► perform each Effect
+//!     (and its focus / announcement intents)        (network, storage, timer)
 //! ```
 //!
 //! No clock, no randomness, no I/O: time (`created_at_ms`) and ids arrive inside
@@ -15,9 +16,12 @@
 //!
 //! # Driving it from a component
 //!
-//! 1. Keep one [`Questionnaire`] per session (e.g. in a signal).
+//! 1. Keep one [`Questionnaire`] per session (e.g. in a signal) and render from
+//!    one [`ViewModel`], recomputed with [`view`] whenever the state changes:
+//!    the component reads nothing else.
 //! 2. Forward facts as [`Action`]s, call [`apply`] and perform every returned
-//!    [`Effect`] in order:
+//!    [`Effect`] in order (POSTs, sessionStorage, the IME tick,
+//!    `preventDefault()`):
 //!    - stream frames: [`Action::FrameReceived`] with the parsed
 //!      [`SessionEvent`](crate::wire::SessionEvent);
 //!    - clicks: [`Action::OptionChosen`], [`Action::OptionToggled`],
@@ -27,9 +31,9 @@
 //!      [`Action::Decline`], [`Action::ChatAboutIt`];
 //!    - the free-text box's `input` event: [`Action::DraftEdited`];
 //!    - **every** `keydown` inside the slot as [`Action::Key`] with the raw facts
-//!      ([`KeyInput::from_dom`]): the DOM `key`, `shiftKey`, `isComposing`,
-//!      `keyCode` and whether focus is in the text box. Call `preventDefault()`
-//!      only when the effects include [`Effect::PreventDefault`];
+//!      ([`KeyInput`]: [`Key::from_dom`], [`KeyTarget::from_dom`], the
+//!      modifiers, `isComposing`, `keyCode`). Call `preventDefault()` only when
+//!      the effects include [`Effect::PreventDefault`];
 //!    - `compositionstart` / `compositionend` / `blur` of the text box:
 //!      [`Action::CompositionStart`], [`Action::CompositionEnd`], [`Action::Blur`];
 //!      when [`Effect::ScheduleTick`] comes back, dispatch [`Action::Tick`] on the
@@ -39,11 +43,9 @@
 //!      (for answers and cancels alike);
 //!    - a sessionStorage read asked for by [`Effect::LoadDrafts`]:
 //!      [`Action::DraftsRestored`].
-//! 3. Render from the view helpers: [`Questionnaire::slot_taken`] (hide the normal
-//!    composer), [`Questionnaire::active`], [`Questionnaire::waiting_count`],
-//!    [`PendingRequest::progress`], [`PendingRequest::options_view`],
-//!    [`PendingRequest::text`], [`PendingRequest::can_submit`],
-//!    [`PendingRequest::status`], [`Questionnaire::notice`], …
+//! 3. Apply the view model's DOM intents once per new version:
+//!    [`ViewModel::focus`] (after the render of the same state) and
+//!    [`ViewModel::announcement`] (the live region).
 //!
 //! # Rules (each one a test in `crates/core/tests/questionnaire_*.rs`)
 //!
@@ -64,25 +66,33 @@
 //! - IME: a keydown counts as composing when `isComposing`, when `keyCode == 229`,
 //!   between `compositionstart` and `compositionend`, and for the one keydown right
 //!   after `compositionend` (that flag is cleared by the next [`Action::Tick`] and
-//!   by [`Action::Blur`]).
+//!   by [`Action::Blur`]); see [`Ime`], which the normal composer shares.
+//! - Keys with Ctrl, Alt or Meta are the browser's; Enter and Space on a button
+//!   or link are that control's own activation.
 //! - Skip turns the current item into `{id, selected: []}` (its choice and text are
 //!   cleared), moves to the next item (stays on the last), and leaves every other
 //!   item alone. A skipped item can be revisited and answered.
 //! - The recommended option (label ending ` (Recommended)`) gets a badge in
-//!   [`OptionView`], and is never pre-selected, never focused first, and never
+//!   [`OptionRow`], and is never pre-selected, never focused first, and never
 //!   chosen by Enter.
 //! - Close posts a cancel for the whole request. After a submit or close the
 //!   request shows as sending until `question/resolved` removes it. A failed POST
-//!   keeps everything and shows the error; `409 NOT_PENDING` removes the request
-//!   and leaves a [`Notice`].
+//!   keeps everything and shows the error; `409 NOT_PENDING`
+//!   ([`is_not_pending`](crate::wire::is_not_pending)) removes the request and
+//!   leaves a [`Notice`].
+//! - At most [`MAX_PENDING_REQUESTS`] requests are held; one more (or one that
+//!   breaks core's rules) is reported with [`Notice::CannotShow`], never
+//!   dropped in silence.
 //! - Collapse/expand never cancels and never touches drafts.
 //! - Drafts are [`Drafts`] (serde), persisted per question id through
 //!   [`Effect::PersistDrafts`] and restored through [`Action::DraftsRestored`].
 
 mod apply;
+mod query;
 mod types;
 mod view;
 
 pub use apply::apply;
+pub use query::plan_review_mode;
 pub use types::*;
 pub use view::*;

@@ -5,15 +5,20 @@ use crate::request::AskRequest;
 use crate::wire::{Outcome, SessionEvent};
 use serde::{Deserialize, Serialize};
 
-/// Most requests kept at once: core's per-session limit, which the host
-/// enforces when it registers a question.
+pub use crate::keys::{Ime, Key, KeyInput, KeyTarget};
+
+/// Most requests kept at once: core's per-session limit
+/// ([`MAX_PENDING_PER_SESSION`](crate::limits::MAX_PENDING_PER_SESSION)), so a
+/// host that enforces it never sends more than a page holds. One more is not
+/// dropped in silence: it leaves [`Notice::CannotShow`].
 pub const MAX_PENDING_REQUESTS: usize = crate::limits::MAX_PENDING_PER_SESSION;
 
 /// The whole session as the composer sees it: every pending request, oldest
-/// first, plus the keyboard-composition flags and the last notice.
+/// first, plus the keyboard-composition flags, the last notice and the last
+/// DOM intents.
 ///
-/// Change it only through [`apply`](super::apply); read it through the view
-/// helpers.
+/// Change it only through [`apply`](super::apply); render it through
+/// [`view`](super::view).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Questionnaire {
     /// Pending requests, oldest first (`created_at_ms`, then arrival order).
@@ -24,15 +29,32 @@ pub struct Questionnaire {
     pub(crate) ime: Ime,
     /// Something the person should be told that outlives its request.
     pub(crate) notice: Option<Notice>,
+    /// Where focus should go: the last focus intent.
+    pub(crate) focus: Option<Versioned<FocusTarget>>,
+    /// What the live region says: the last announcement.
+    pub(crate) announcement: Option<Versioned<Announcement>>,
 }
 
-/// IME composition facts, kept so the component only forwards raw events.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Ime {
-    /// Between `compositionstart` and `compositionend`.
-    pub composing: bool,
-    /// `compositionend` happened and no keydown, tick or blur has followed yet.
-    pub just_ended: bool,
+/// A DOM intent (move focus, say something) with a version that grows by one
+/// every time the questionnaire asks for that kind of intent again, so a shell
+/// performs each one exactly once, even when the same value is asked for twice
+/// in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Versioned<T> {
+    /// 1 for the first intent of its kind, then one more for each.
+    pub version: u64,
+    /// What is asked for.
+    pub value: T,
+}
+
+impl<T> Versioned<T> {
+    /// The intent after `previous`.
+    pub(crate) fn next(previous: Option<&Self>, value: T) -> Self {
+        Self {
+            version: previous.map_or(0, |p| p.version) + 1,
+            value,
+        }
+    }
 }
 
 /// One pending request (one `ask_user_question` call) and everything typed into it.
@@ -167,6 +189,29 @@ pub enum Notice {
         /// POST came back `409 NOT_PENDING` or `session/synced` dropped it.
         outcome: Option<Outcome>,
     },
+    /// A request arrived that this page cannot hold or show. It is still
+    /// pending at the host; the notice stays until dismissed.
+    CannotShow {
+        /// The request's id.
+        question_id: String,
+        /// Why.
+        why: CannotShow,
+    },
+}
+
+/// Why a `question/requested` frame was not shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CannotShow {
+    /// [`MAX_PENDING_REQUESTS`] requests are pending already.
+    TooManyPending {
+        /// The limit.
+        limit: usize,
+    },
+    /// The request breaks core's rules (a host speaking another version).
+    Invalid {
+        /// Core's message.
+        message: String,
+    },
 }
 
 /// Something that happened. Feed it to [`apply`](super::apply).
@@ -261,40 +306,10 @@ pub enum Action {
     DismissNotice,
 }
 
-/// A keydown, as raw facts. Build it with [`KeyInput::from_dom`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KeyInput {
-    /// Which key.
-    pub key: Key,
-    /// `event.shiftKey`.
-    pub shift: bool,
-    /// `event.isComposing`.
-    pub is_composing: bool,
-    /// `event.keyCode` (229 while an IME handles the key).
-    pub key_code: u32,
-    /// Focus is in the free-text box (digits, Space and arrows then type/move
-    /// the caret instead of acting on options).
-    pub in_text_box: bool,
-}
-
-/// The keys the questionnaire acts on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Key {
-    /// `Enter`.
-    Enter,
-    /// A digit key `1`–`9` (the value; `0` is [`Key::Other`]).
-    Digit(u8),
-    /// `ArrowUp` (and `ArrowLeft`).
-    ArrowUp,
-    /// `ArrowDown` (and `ArrowRight`).
-    ArrowDown,
-    /// The space bar.
-    Space,
-    /// Any other key.
-    Other,
-}
-
-/// Something to do. The component performs these in order.
+/// Something the shell must do outside the page: POST, sessionStorage, a
+/// timer, or the keydown's `preventDefault()`. Perform them in order. (Focus
+/// and announcements are not effects: they are versioned values of the
+/// [`ViewModel`](super::ViewModel).)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// POST the answer: `batch` is already normalised and valid for its request.
@@ -309,10 +324,6 @@ pub enum Effect {
         /// The request's id.
         question_id: String,
     },
-    /// Move DOM focus.
-    Focus(FocusTarget),
-    /// Say this in the live region.
-    Announce(Announcement),
     /// Save these drafts in sessionStorage under the request's id.
     PersistDrafts {
         /// The request's id.
@@ -326,8 +337,8 @@ pub enum Effect {
         question_id: String,
     },
     /// Read the request's drafts from sessionStorage; if found, dispatch
-    /// [`Action::DraftsRestored`] (synchronously is fine: it always comes last
-    /// among a frame's effects, so the restore's own focus move wins).
+    /// [`Action::DraftsRestored`] (synchronously is fine: the restore's own
+    /// focus intent then replaces the arrival's).
     LoadDrafts {
         /// The request's id.
         question_id: String,
@@ -342,7 +353,7 @@ pub enum Effect {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FocusTarget {
     /// An option of the current item (0-based). An item with options opens with
-    /// focus on `Option(0)`, never on the recommended option by preference.
+    /// focus on its first option that is not the recommended one.
     Option(usize),
     /// The free-text box of the current item.
     TextBox,
@@ -355,7 +366,7 @@ pub enum FocusTarget {
 /// What the live region says. The component turns it into localised text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Announcement {
-    /// A new request arrived (`waiting` others are pending besides it).
+    /// A new request arrived.
     NewQuestion {
         /// The request's id.
         question_id: String,
@@ -379,4 +390,6 @@ pub enum Announcement {
         /// How it ended, if known.
         outcome: Option<Outcome>,
     },
+    /// A request arrived that cannot be shown (see [`Notice::CannotShow`]).
+    CannotShow(CannotShow),
 }

@@ -1,10 +1,116 @@
-//! Read-only views of the questionnaire for rendering.
+//! The view model (crux's `view`): everything a composer shows, computed from
+//! the state as one owned, plain-data value. A shell renders from it and from
+//! nothing else, so every presentation rule (which text box, which chip, which
+//! buttons are enabled, where focus goes) is here and tested natively.
 
+use super::query::effective_selected;
 use super::types::*;
-use crate::answer::{Answer, AnswerBatch};
-use crate::error::UserInteractionError;
 use crate::recommend::recommendation;
-use crate::request::{IntentKind, Question};
+
+/// Everything the question composer shows. Build it with [`view`] after every
+/// [`apply`](super::apply).
+///
+/// Per-request metadata (who asked, when) belongs in [`RequestView`]; page-wide
+/// facts (how many wait, the notice) at the top.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ViewModel {
+    /// True while anything is pending: the question composer holds the slot and
+    /// the normal composer is hidden.
+    pub slot_taken: bool,
+    /// The request shown: the oldest pending one.
+    pub active: Option<RequestView>,
+    /// How many requests wait behind the active one.
+    pub waiting: usize,
+    /// Something to tell the person that outlives its request, with a Dismiss
+    /// button ([`Action::DismissNotice`]).
+    pub notice: Option<Notice>,
+    /// Where DOM focus should go. Apply each new version once, after the render
+    /// of the same state.
+    pub focus: Option<Versioned<FocusTarget>>,
+    /// What the live region says. Each new version must change the region's
+    /// content, even when the words repeat.
+    pub announcement: Option<Versioned<Announcement>>,
+}
+
+/// The active request, ready to render.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestView {
+    /// The host's id of the ask.
+    pub id: String,
+    /// When the host registered it (Unix milliseconds).
+    pub created_at_ms: u64,
+    /// Editing, sending, sent or failed.
+    pub phase: Phase,
+    /// The person can change things: options, text and every button but the
+    /// collapse toggle are enabled.
+    pub can_edit: bool,
+    /// The sending or failure line under the body, if any.
+    pub status_line: Option<StatusLine>,
+    /// Folded to its header strip: render the strip only, never the body.
+    pub collapsed: bool,
+    /// The strip's chip.
+    pub chip: Option<Chip>,
+    /// "2 of 3", for a batch of more than one item (never in plan review).
+    pub progress: Option<Progress>,
+    /// The card below the strip.
+    pub body: Body,
+}
+
+/// What a request is doing (`data-status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// The person can edit it.
+    Editing,
+    /// A POST is in flight.
+    Sending,
+    /// The host accepted the POST; waiting for `question/resolved`.
+    Sent,
+    /// The last POST failed; still editable.
+    Failed,
+}
+
+impl Phase {
+    /// The lowercase name, e.g. `"sending"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Phase::Editing => "editing",
+            Phase::Sending => "sending",
+            Phase::Sent => "sent",
+            Phase::Failed => "failed",
+        }
+    }
+}
+
+/// A status line: a localised key, plus the failure's readable message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusLine {
+    /// Which line.
+    pub key: StatusKey,
+    /// Why it failed (for the failure keys).
+    pub message: Option<String>,
+}
+
+/// A text key for the request's status line; the component localises it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StatusKey {
+    /// "Sending…" (also while waiting for the host to resolve it).
+    SendingAnswer,
+    /// "Cancelling…" (also while waiting for the host to resolve it).
+    SendingCancel,
+    /// "Could not send your answer:" and the message.
+    AnswerFailed,
+    /// "Could not cancel:" and the message.
+    CancelFailed,
+}
+
+/// The strip's chip.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Chip {
+    /// The current item's `header`, as sent.
+    Header(String),
+    /// "Plan review" (localised).
+    PlanReview,
+}
 
 /// "2 of 3": the current item (1-based) and the number of items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,23 +128,69 @@ impl std::fmt::Display for Progress {
     }
 }
 
-/// One option of the current item, ready to render.
+/// What the card shows below the strip.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OptionView<'a> {
-    /// 0-based index (number key `index + 1` chooses it).
+pub enum Body {
+    /// One item of the generic flow.
+    Item(ItemView),
+    /// The plan-review panel.
+    PlanReview(PlanView),
+}
+
+/// One item of the generic flow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemView {
+    /// The item's index (0-based).
+    pub index: usize,
+    /// The question, as sent.
+    pub question: String,
+    /// The question's `detail`, as sent (plain text here).
+    pub detail: Option<String>,
+    /// Checkboxes ("Choose any") rather than radios ("Choose one").
+    pub multi_select: bool,
+    /// The options, in order (empty for a free-text item).
+    pub options: Vec<OptionRow>,
+    /// The free-text box.
+    pub text_box: TextBox,
+    /// One step per item for the footer's progress dots; empty for a single item.
+    pub steps: Vec<Step>,
+    /// "Back" is enabled.
+    pub can_go_back: bool,
+    /// "Next" is enabled.
+    pub can_go_next: bool,
+    /// Every item is answered or skipped, so "Submit" posts. Otherwise Submit
+    /// (still clickable) moves to the next open item and says what is missing.
+    pub can_submit: bool,
+}
+
+/// One option of the current item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionRow {
+    /// 0-based index.
     pub index: usize,
     /// The label as sent (what is returned when chosen).
-    pub label: &'a str,
+    pub label: String,
     /// The label to show: without the ` (Recommended)` suffix when recommended.
-    pub display: &'a str,
+    pub display: String,
     /// Show a "Recommended" badge. Never implies selection or focus.
     pub recommended: bool,
     /// What choosing it means.
-    pub description: Option<&'a str>,
+    pub description: Option<String>,
     /// Chosen (checked) in the current answer.
     pub selected: bool,
-    /// Has option focus (roving tabindex target).
+    /// The one tab stop among the options (roving tabindex).
     pub focused: bool,
+    /// The digit key that chooses it (`1`–`9`), for the first nine options.
+    pub number_key: Option<u8>,
+}
+
+/// The current item's free-text box.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextBox {
+    /// How it is named.
+    pub role: TextBoxRole,
+    /// The text as typed.
+    pub value: String,
 }
 
 /// How the free-text box is named.
@@ -50,368 +202,174 @@ pub enum TextBoxRole {
     Other,
 }
 
-/// A text key for the request's status line; the component localises it.
+/// One item's progress dot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StatusKey {
-    /// "Sending your answer…" (also while waiting for the host to resolve it).
-    SendingAnswer,
-    /// "Cancelling…" (also while waiting for the host to resolve it).
-    SendingCancel,
-    /// "Could not send your answer: {message}"; see [`PendingRequest::failure`].
-    AnswerFailed,
-    /// "Could not cancel: {message}"; see [`PendingRequest::failure`].
-    CancelFailed,
+pub struct Step {
+    /// Answered, skipped or open.
+    pub state: ItemState,
+    /// The item shown.
+    pub current: bool,
 }
 
-impl Questionnaire {
-    /// An empty questionnaire: nothing pending.
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// The plan-review panel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanView {
+    /// The question, as sent.
+    pub question: String,
+    /// The plan: the question's `detail`, Markdown.
+    pub plan: String,
+    /// The approve button's label (without the recommendation suffix).
+    pub approve: String,
+    /// The decline button's label, when the question has another option.
+    pub decline: Option<String>,
+}
 
-    /// True while anything is pending: the question composer owns the slot and
-    /// the normal composer is hidden.
-    pub fn slot_taken(&self) -> bool {
-        !self.requests.is_empty()
-    }
-
-    /// The request shown: the oldest pending one.
-    pub fn active(&self) -> Option<&PendingRequest> {
-        self.requests.first()
-    }
-
-    /// Every pending request, oldest first.
-    pub fn pending(&self) -> &[PendingRequest] {
-        &self.requests
-    }
-
-    /// How many requests wait behind the active one.
-    pub fn waiting_count(&self) -> usize {
-        self.requests.len().saturating_sub(1)
-    }
-
-    /// The pending request with this host id.
-    pub fn get(&self, question_id: &str) -> Option<&PendingRequest> {
-        self.requests.iter().find(|r| r.id == question_id)
-    }
-
-    /// The last notice, until dismissed or a new request arrives.
-    pub fn notice(&self) -> Option<&Notice> {
-        self.notice.as_ref()
-    }
-
-    /// The IME composition flags (for diagnostics and tests).
-    pub fn ime(&self) -> Ime {
-        self.ime
+/// The view model of `state`.
+pub fn view(state: &Questionnaire) -> ViewModel {
+    ViewModel {
+        slot_taken: state.slot_taken(),
+        active: state.active().map(request_view),
+        waiting: state.waiting_count(),
+        notice: state.notice.clone(),
+        focus: state.focus,
+        announcement: state.announcement.clone(),
     }
 }
 
-impl PendingRequest {
-    /// The current item's index (0-based).
-    pub fn current_index(&self) -> usize {
-        self.drafts.current
-    }
-
-    /// The current item's question.
-    pub fn current_question(&self) -> &Question {
-        &self.request.questions[self.drafts.current]
-    }
-
-    /// The current item's draft.
-    pub fn current_draft(&self) -> &ItemDraft {
-        &self.drafts.items[self.drafts.current]
-    }
-
-    /// "2 of 3".
-    pub fn progress(&self) -> Progress {
-        Progress {
-            current: self.drafts.current + 1,
-            total: self.request.questions.len(),
+impl ViewModel {
+    /// The item shown, when the active request is in the generic flow.
+    pub fn item(&self) -> Option<&ItemView> {
+        match &self.active.as_ref()?.body {
+            Body::Item(item) => Some(item),
+            Body::PlanReview(_) => None,
         }
     }
 
-    /// How many items the request has.
-    pub fn len(&self) -> usize {
-        self.request.questions.len()
+    /// The option at `index` of the item shown.
+    pub fn option(&self, index: usize) -> Option<&OptionRow> {
+        self.item()?.options.get(index)
     }
+}
 
-    /// Always false: a request has at least one item.
-    pub fn is_empty(&self) -> bool {
-        self.request.questions.is_empty()
-    }
-
-    /// Whether the item at `index` is answered, skipped or open.
-    pub fn item_state(&self, index: usize) -> ItemState {
-        match (
-            self.request.questions.get(index),
-            self.drafts.items.get(index),
-        ) {
-            (Some(question), Some(draft)) => item_state(question, draft),
-            _ => ItemState::Unanswered,
+fn request_view(request: &PendingRequest) -> RequestView {
+    let body = match request.mode {
+        Mode::PlanReview { approve, decline } => {
+            Body::PlanReview(plan_view(request, approve, decline))
         }
+        Mode::Generic => Body::Item(item_view(request)),
+    };
+    let question = request.current_question();
+    let chip = match body {
+        Body::PlanReview(_) => Some(Chip::PlanReview),
+        Body::Item(_) => question.header.clone().map(Chip::Header),
+    };
+    let progress = (request.len() > 1 && !request.is_plan_review()).then_some(Progress {
+        current: request.drafts.current + 1,
+        total: request.len(),
+    });
+    RequestView {
+        id: request.id.clone(),
+        created_at_ms: request.created_at_ms,
+        phase: match request.status {
+            Status::Editing => Phase::Editing,
+            Status::Sending(_) => Phase::Sending,
+            Status::Sent(_) => Phase::Sent,
+            Status::Failed { .. } => Phase::Failed,
+        },
+        can_edit: request.is_editable(),
+        status_line: status_line(&request.status),
+        collapsed: request.collapsed,
+        chip,
+        progress,
+        body,
     }
+}
 
-    /// How many items are neither answered nor skipped.
-    pub fn unanswered_count(&self) -> usize {
-        (0..self.len())
-            .filter(|&i| self.item_state(i) == ItemState::Unanswered)
-            .count()
-    }
+fn status_line(status: &Status) -> Option<StatusLine> {
+    let (key, message) = match status {
+        Status::Editing => return None,
+        Status::Sending(SendKind::Answer) | Status::Sent(SendKind::Answer) => {
+            (StatusKey::SendingAnswer, None)
+        }
+        Status::Sending(SendKind::Cancel) | Status::Sent(SendKind::Cancel) => {
+            (StatusKey::SendingCancel, None)
+        }
+        Status::Failed { kind, failure } => {
+            let key = match kind {
+                SendKind::Answer => StatusKey::AnswerFailed,
+                SendKind::Cancel => StatusKey::CancelFailed,
+            };
+            (key, Some(failure.message.clone()))
+        }
+    };
+    Some(StatusLine { key, message })
+}
 
-    /// Every item is answered or skipped.
-    pub fn is_complete(&self) -> bool {
-        self.unanswered_count() == 0
-    }
-
-    /// The person can change things (not sending, not sent).
-    pub fn is_editable(&self) -> bool {
-        matches!(self.status, Status::Editing | Status::Failed { .. })
-    }
-
-    /// "Submit" is enabled: complete and editable.
-    pub fn can_submit(&self) -> bool {
-        self.is_editable() && self.is_complete()
-    }
-
-    /// "Back" is enabled.
-    pub fn can_go_back(&self) -> bool {
-        self.is_editable() && self.drafts.current > 0
-    }
-
-    /// "Next" is enabled.
-    pub fn can_go_next(&self) -> bool {
-        self.is_editable() && self.drafts.current + 1 < self.len()
-    }
-
-    /// The current item is the last.
-    pub fn is_last_item(&self) -> bool {
-        self.drafts.current + 1 >= self.len()
-    }
-
-    /// Editing, sending, sent or failed.
-    pub fn status(&self) -> &Status {
-        &self.status
-    }
-
-    /// The status line to show, if any.
-    pub fn status_key(&self) -> Option<StatusKey> {
-        match &self.status {
-            Status::Editing => None,
-            Status::Sending(SendKind::Answer) | Status::Sent(SendKind::Answer) => {
-                Some(StatusKey::SendingAnswer)
+fn item_view(request: &PendingRequest) -> ItemView {
+    let question = request.current_question();
+    let draft = request.current_draft();
+    let chosen = effective_selected(question, draft);
+    let options = question
+        .options()
+        .iter()
+        .enumerate()
+        .map(|(index, option)| {
+            let shown = recommendation(&option.label);
+            OptionRow {
+                index,
+                label: option.label.clone(),
+                display: shown.display.to_owned(),
+                recommended: shown.recommended,
+                description: option.description.clone(),
+                selected: chosen.contains(&option.label),
+                focused: request.option_focus == Some(index),
+                number_key: u8::try_from(index + 1).ok().filter(|n| *n <= 9),
             }
-            Status::Sending(SendKind::Cancel) | Status::Sent(SendKind::Cancel) => {
-                Some(StatusKey::SendingCancel)
-            }
-            Status::Failed {
-                kind: SendKind::Answer,
-                ..
-            } => Some(StatusKey::AnswerFailed),
-            Status::Failed {
-                kind: SendKind::Cancel,
-                ..
-            } => Some(StatusKey::CancelFailed),
-        }
-    }
-
-    /// The failure behind a failed status.
-    pub fn failure(&self) -> Option<&Failure> {
-        match &self.status {
-            Status::Failed { failure, .. } => Some(failure),
-            _ => None,
-        }
-    }
-
-    /// Presented as a plan review.
-    pub fn is_plan_review(&self) -> bool {
-        matches!(self.mode, Mode::PlanReview { .. })
-    }
-
-    /// The plan (the question's `detail`, Markdown) when in plan-review mode.
-    pub fn plan(&self) -> Option<&str> {
-        match self.mode {
-            Mode::PlanReview { .. } => self.request.questions[0].detail.as_deref(),
-            Mode::Generic => None,
-        }
-    }
-
-    /// Plan review: the approve option's label, as displayed (without the
-    /// recommendation suffix).
-    pub fn approve_label(&self) -> Option<&str> {
-        match self.mode {
-            Mode::PlanReview { approve, .. } => {
-                Some(recommendation(&self.request.questions[0].options()[approve].label).display)
-            }
-            Mode::Generic => None,
-        }
-    }
-
-    /// Plan review: the decline option's label, as displayed, if there is one.
-    pub fn decline_label(&self) -> Option<&str> {
-        match self.mode {
-            Mode::PlanReview {
-                decline: Some(decline),
-                ..
-            } => Some(recommendation(&self.request.questions[0].options()[decline].label).display),
-            _ => None,
-        }
-    }
-
-    /// The current item's options, ready to render (empty when optionless).
-    pub fn options_view(&self) -> Vec<OptionView<'_>> {
-        let question = self.current_question();
-        let draft = self.current_draft();
-        let effective = effective_selected(question, draft);
-        question
-            .options()
-            .iter()
-            .enumerate()
-            .map(|(index, option)| {
-                let r = recommendation(&option.label);
-                OptionView {
-                    index,
-                    label: &option.label,
-                    display: r.display,
-                    recommended: r.recommended,
-                    description: option.description.as_deref(),
-                    selected: effective.contains(&option.label),
-                    focused: self.option_focus == Some(index),
-                }
+        })
+        .collect();
+    let role = if question.has_options() {
+        TextBoxRole::Other
+    } else {
+        TextBoxRole::YourAnswer
+    };
+    let steps = if request.len() > 1 {
+        (0..request.len())
+            .map(|i| Step {
+                state: request.item_state(i),
+                current: i == request.drafts.current,
             })
             .collect()
-    }
-
-    /// The current item's free text, as typed.
-    pub fn text(&self) -> &str {
-        &self.current_draft().text
-    }
-
-    /// How the current item's text box is named.
-    pub fn text_box_role(&self) -> TextBoxRole {
-        if self.current_question().has_options() {
-            TextBoxRole::Other
-        } else {
-            TextBoxRole::YourAnswer
-        }
-    }
-
-    /// The answer batch as it would be sent now: unanswered items count as
-    /// skipped here, so call it only when [`PendingRequest::is_complete`] for a
-    /// real submission. Normalised through [`AnswerBatch::normalize`].
-    pub fn answer_batch(&self) -> Result<AnswerBatch, UserInteractionError> {
-        let answers = self
-            .request
-            .questions
-            .iter()
-            .zip(&self.drafts.items)
-            .map(|(question, draft)| answer_of(question, draft))
-            .collect();
-        AnswerBatch { answers }.normalize(&self.request)
-    }
-}
-
-impl KeyInput {
-    /// A keydown from its DOM facts: `key` is `KeyboardEvent.key`.
-    pub fn from_dom(
-        key: &str,
-        shift: bool,
-        is_composing: bool,
-        key_code: u32,
-        in_text_box: bool,
-    ) -> Self {
-        Self {
-            key: Key::from_dom(key),
-            shift,
-            is_composing,
-            key_code,
-            in_text_box,
-        }
-    }
-
-    /// A plain keydown of `key` outside the text box, not composing.
-    pub fn plain(key: Key) -> Self {
-        Self {
-            key,
-            shift: false,
-            is_composing: false,
-            key_code: 0,
-            in_text_box: false,
-        }
-    }
-}
-
-impl Key {
-    /// The key from `KeyboardEvent.key`.
-    pub fn from_dom(key: &str) -> Self {
-        match key {
-            "Enter" => Key::Enter,
-            "ArrowUp" | "ArrowLeft" | "Up" | "Left" => Key::ArrowUp,
-            "ArrowDown" | "ArrowRight" | "Down" | "Right" => Key::ArrowDown,
-            " " | "Spacebar" => Key::Space,
-            _ => match key.as_bytes() {
-                [d @ b'1'..=b'9'] => Key::Digit(d - b'0'),
-                _ => Key::Other,
-            },
-        }
-    }
-}
-
-/// Whether `question` fits the plan-review panel, and how.
-pub fn plan_review_mode(request: &crate::request::AskRequest) -> Mode {
-    let [question] = request.questions.as_slice() else {
-        return Mode::Generic;
-    };
-    let Some(intent) = &question.intent else {
-        return Mode::Generic;
-    };
-    if intent.kind != IntentKind::PlanReview
-        || question.is_multi_select()
-        || question
-            .detail
-            .as_deref()
-            .is_none_or(|d| d.trim().is_empty())
-    {
-        return Mode::Generic;
-    }
-    let options = question.options();
-    let Some(approve) = options.iter().position(|o| o.label == intent.approve) else {
-        return Mode::Generic;
-    };
-    let decline = (0..options.len()).find(|&i| i != approve);
-    Mode::PlanReview { approve, decline }
-}
-
-/// Whether an item is answered, skipped or open.
-pub(crate) fn item_state(question: &Question, draft: &ItemDraft) -> ItemState {
-    let has_text = !draft.text.trim().is_empty();
-    let has_choice = question.has_options() && !draft.selected.is_empty();
-    if has_text || has_choice {
-        ItemState::Answered
-    } else if draft.skipped {
-        ItemState::Skipped
     } else {
-        ItemState::Unanswered
+        Vec::new()
+    };
+    ItemView {
+        index: request.drafts.current,
+        question: question.question.clone(),
+        detail: question.detail.clone(),
+        multi_select: question.is_multi_select(),
+        options,
+        text_box: TextBox {
+            role,
+            value: draft.text.clone(),
+        },
+        steps,
+        can_go_back: request.can_go_back(),
+        can_go_next: request.can_go_next(),
+        can_submit: request.can_submit(),
     }
 }
 
-/// The labels that count: on single-select, non-empty text overrides the choice.
-fn effective_selected<'a>(question: &Question, draft: &'a ItemDraft) -> &'a [String] {
-    if !question.is_multi_select() && !draft.text.trim().is_empty() {
-        &[]
-    } else {
-        &draft.selected
-    }
-}
-
-/// The answer an item's draft stands for (before normalisation).
-pub(crate) fn answer_of(question: &Question, draft: &ItemDraft) -> Answer {
-    if item_state(question, draft) != ItemState::Answered {
-        return Answer::skipped(question.id.clone());
-    }
-    let text = draft.text.trim();
-    Answer {
-        id: question.id.clone(),
-        selected: effective_selected(question, draft).to_vec(),
-        custom: (!text.is_empty()).then(|| text.to_owned()),
+fn plan_view(request: &PendingRequest, approve: usize, decline: Option<usize>) -> PlanView {
+    let question = &request.request.questions[0];
+    let display = |index: usize| {
+        recommendation(&question.options()[index].label)
+            .display
+            .to_owned()
+    };
+    PlanView {
+        question: question.question.clone(),
+        plan: question.detail.clone().unwrap_or_default(),
+        approve: display(approve),
+        decline: decline.map(display),
     }
 }

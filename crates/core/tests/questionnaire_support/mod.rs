@@ -84,9 +84,53 @@ pub fn with_three() -> Questionnaire {
     state
 }
 
-/// Applies every action; returns every effect.
-pub fn run(state: &mut Questionnaire, actions: impl IntoIterator<Item = Action>) -> Vec<Effect> {
-    actions.into_iter().flat_map(|a| apply(state, a)).collect()
+/// What applying actions did: the effects, and the last focus and
+/// announcement they asked for (what a shell would apply). Reads as the
+/// effects (`fx.contains(..)`, `posted_answers(&fx)`).
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Every effect, in order.
+    pub effects: Vec<Effect>,
+    /// The focus intent, when one was asked for.
+    pub focus: Option<FocusTarget>,
+    /// The announcement, when one was made.
+    pub announced: Option<Announcement>,
+}
+
+impl Applied {
+    /// True when `announcement` was the last thing announced.
+    pub fn announced(&self, announcement: &Announcement) -> bool {
+        self.announced.as_ref() == Some(announcement)
+    }
+}
+
+impl std::ops::Deref for Applied {
+    type Target = [Effect];
+    fn deref(&self) -> &[Effect] {
+        &self.effects
+    }
+}
+
+/// Applies one action, seeing its effects and the intents it left in the view.
+pub fn act(state: &mut Questionnaire, action: Action) -> Applied {
+    run(state, [action])
+}
+
+/// Applies every action; returns every effect and the last intents.
+pub fn run(state: &mut Questionnaire, actions: impl IntoIterator<Item = Action>) -> Applied {
+    let mut applied = Applied::default();
+    for action in actions {
+        let before = view(state);
+        applied.effects.extend(apply(state, action));
+        let after = view(state);
+        if after.focus != before.focus {
+            applied.focus = after.focus.map(|f| f.value);
+        }
+        if after.announcement != before.announcement {
+            applied.announced = after.announcement.map(|a| a.value);
+        }
+    }
+    applied
 }
 
 /// A plain keydown outside the text box.
@@ -94,9 +138,14 @@ pub fn key(key: Key) -> Action {
     Action::Key(KeyInput::plain(key))
 }
 
+/// A plain keydown in the text box.
+pub fn key_in_text_box(key: Key) -> Action {
+    Action::Key(KeyInput::in_text_box(key))
+}
+
 /// Plain Enter (not composing, no shift) in the text box.
 pub fn enter() -> Action {
-    Action::Key(KeyInput::from_dom("Enter", false, false, 13, true))
+    key_in_text_box(Key::Enter)
 }
 
 /// Typing into the current item's text box.
@@ -128,20 +177,32 @@ pub fn posted_cancels(effects: &[Effect]) -> Vec<String> {
         .collect()
 }
 
-/// The focus moves in these effects.
-pub fn focuses(effects: &[Effect]) -> Vec<FocusTarget> {
-    effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Focus(target) => Some(*target),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The active request (panics when none: tests only).
 pub fn active(state: &Questionnaire) -> &PendingRequest {
     state.active().expect("a request is active")
+}
+
+/// The view model's active request (panics when none).
+pub fn shown(state: &Questionnaire) -> RequestView {
+    view(state).active.expect("a request is shown")
+}
+
+/// The view model's item (panics when none, or in plan review).
+pub fn item(state: &Questionnaire) -> ItemView {
+    view(state).item().cloned().expect("an item is shown")
+}
+
+/// The view model's plan-review panel (panics when none).
+pub fn plan(state: &Questionnaire) -> PlanView {
+    match shown(state).body {
+        Body::PlanReview(plan) => plan,
+        Body::Item(item) => panic!("an item is shown, not a plan: {item:?}"),
+    }
+}
+
+/// The status line's key, if a line is shown.
+pub fn status_key(state: &Questionnaire) -> Option<StatusKey> {
+    shown(state).status_line.map(|line| line.key)
 }
 
 /// The JSON of a batch, for compact assertions.
