@@ -191,7 +191,8 @@ async fn unmount_removes_the_mounted_dom_and_closes_the_event_stream() {
     let token = host.token().expect("token");
 
     // Record every EventSource, then mount a second composer (its own session)
-    // into a fresh element through the module's public entry.
+    // into a fresh element through the module's public entry, after options
+    // that are wrong were refused with an error naming them.
     let script = format!(
         r#"
         const done = arguments[arguments.length - 1];
@@ -206,9 +207,12 @@ async fn unmount_removes_the_mounted_dom_and_closes_the_event_stream() {
         document.body.append(root);
         import('/embed/ask_user_embed.js').then(async (m) => {{
             await m.default();
+            const refused = [{{ session: 5 }}, {{ styles: 'yes' }}, {{ onSlotChange: 3 }}, 'x'].map((bad) => {{
+                try {{ m.mount(root, bad); return 'mounted'; }} catch (e) {{ return e.message; }}
+            }});
             const handle = m.mount(root, {{ session: 'lifecycle', token: '{token}' }});
             window.__lifecycle = {{ handle, root, sources }};
-            done(null);
+            done({{ refused }});
         }}).catch((e) => done(String(e)));
         "#
     );
@@ -217,7 +221,21 @@ async fn unmount_removes_the_mounted_dom_and_closes_the_event_stream() {
         .execute_async(&script, vec![])
         .await
         .expect("mount script");
-    assert_eq!(mounted, Value::Null, "mount() threw: {mounted}");
+    let refused: Vec<&str> = mounted["refused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("mount() threw: {mounted}"))
+        .iter()
+        .map(|m| m.as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(refused.len(), 4, "{mounted}");
+    for (message, names) in refused.iter().zip([
+        "mount: options.session: ",
+        "mount: options.styles: ",
+        "mount: options.onSlotChange: ",
+        "mount: options must be an object",
+    ]) {
+        assert!(message.starts_with(names), "{message:?} names {names:?}");
+    }
 
     let agent = ask(
         &host,

@@ -33,6 +33,7 @@ use ask_user_composer::{HttpTransport, PostError};
 use ask_user_core::wire::MessageCreated;
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
+use serde::Deserialize;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -71,8 +72,10 @@ pub struct EmbedOptions {
     pub styles: bool,
 }
 
-/// The raw option values, as JavaScript gave them (`None` = absent).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// `mount`'s options as JavaScript gave them, read with serde-wasm-bindgen
+/// (`None` = absent, `undefined` or `null`; unknown keys are ignored).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RawOptions {
     /// `baseUrl`.
     pub base_url: Option<String>,
@@ -86,6 +89,28 @@ pub struct RawOptions {
     pub lang: Option<String>,
     /// `styles`.
     pub styles: Option<bool>,
+    /// `onSlotChange(taken)`.
+    pub on_slot_change: Option<JsFunction>,
+    /// `onMessage(message)`.
+    pub on_message: Option<JsFunction>,
+}
+
+/// A JavaScript function option, passed through as is.
+#[derive(Debug, Clone, Deserialize)]
+pub struct JsFunction(#[serde(with = "serde_wasm_bindgen::preserve")] pub js_sys::Function);
+
+impl RawOptions {
+    /// Reads `mount`'s second argument; the error names the option that is wrong.
+    pub fn from_js(options: JsValue) -> Result<Self, String> {
+        if options.is_undefined() || options.is_null() {
+            return Ok(Self::default());
+        }
+        if !options.is_object() {
+            return Err("options must be an object".to_owned());
+        }
+        serde_path_to_error::deserialize(serde_wasm_bindgen::Deserializer::from(options))
+            .map_err(|e| format!("options.{}: {}", e.path(), e.inner()))
+    }
 }
 
 impl EmbedOptions {
@@ -244,19 +269,9 @@ pub fn mount(element: JsValue, options: JsValue) -> Result<EmbedHandle, JsError>
     let element = element
         .dyn_into::<web_sys::Element>()
         .map_err(|_| JsError::new("mount: the first argument must be a DOM element"))?;
-    if !(options.is_undefined() || options.is_null() || options.is_object()) {
-        return Err(JsError::new("mount: options must be an object"));
-    }
-    let raw = RawOptions {
-        base_url: string_option(&options, "baseUrl")?,
-        session: string_option(&options, "session")?,
-        token: string_option(&options, "token")?,
-        view: string_option(&options, "view")?,
-        lang: string_option(&options, "lang")?,
-        styles: bool_option(&options, "styles")?,
-    };
-    let on_slot_change = function_option(&options, "onSlotChange")?;
-    let on_message = function_option(&options, "onMessage")?;
+    let mut raw = RawOptions::from_js(options).map_err(|e| JsError::new(&format!("mount: {e}")))?;
+    let on_slot_change = raw.on_slot_change.take().map(|f| f.0);
+    let on_message = raw.on_message.take().map(|f| f.0);
     let options = EmbedOptions::parse(raw).map_err(|e| JsError::new(&format!("mount: {e}")))?;
 
     let document = element
@@ -376,42 +391,6 @@ fn js_error(message: &str) -> JsValue {
     js_sys::Error::new(message).into()
 }
 
-fn get(options: &JsValue, name: &str) -> Result<Option<JsValue>, JsError> {
-    if !options.is_object() {
-        return Ok(None);
-    }
-    let value = js_sys::Reflect::get(options, &JsValue::from_str(name))
-        .map_err(|_| JsError::new(&format!("mount: options.{name} could not be read")))?;
-    Ok((!value.is_undefined() && !value.is_null()).then_some(value))
-}
-
-fn string_option(options: &JsValue, name: &str) -> Result<Option<String>, JsError> {
-    get(options, name)?
-        .map(|v| {
-            v.as_string()
-                .ok_or_else(|| JsError::new(&format!("mount: options.{name} must be a string")))
-        })
-        .transpose()
-}
-
-fn bool_option(options: &JsValue, name: &str) -> Result<Option<bool>, JsError> {
-    get(options, name)?
-        .map(|v| {
-            v.as_bool()
-                .ok_or_else(|| JsError::new(&format!("mount: options.{name} must be a boolean")))
-        })
-        .transpose()
-}
-
-fn function_option(options: &JsValue, name: &str) -> Result<Option<js_sys::Function>, JsError> {
-    get(options, name)?
-        .map(|v| {
-            v.dyn_into::<js_sys::Function>()
-                .map_err(|_| JsError::new(&format!("mount: options.{name} must be a function")))
-        })
-        .transpose()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,6 +424,7 @@ mod tests {
             view: Some("conversation".to_owned()),
             lang: Some("zh-CN".to_owned()),
             styles: Some(false),
+            ..raw()
         })
         .unwrap();
         assert_eq!(options.base_url, "http://127.0.0.1:7411");
