@@ -2,8 +2,9 @@
 //! named by `?session=NAME`): the transcript, and the composer slot that the
 //! question composer takes over while questions are pending.
 //!
-//! The app is the one crate that turns on Leptos's `csr` feature; it holds no
-//! logic of its own and must never depend on the host.
+//! An app crate: it turns on Leptos's `csr` feature (as the embed does for its
+//! own bundle; the composer library never does), holds no logic of its own and
+//! must never depend on the host (`tests/tests/tidy.rs` checks it).
 //!
 //! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
 //! for screenshots and CSS work (`&item=2` opens the batch on its second item);

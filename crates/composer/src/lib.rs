@@ -5,18 +5,19 @@
 //! Leptos's `csr` feature itself (the app does) and takes its transport from the
 //! caller, so other web UIs can embed it.
 //!
-//! It must never depend on the host (axum, tokio) or hold questionnaire rules of
-//! its own: the rules live in `ask-user-core`; this crate only renders the state
-//! and performs its effects.
+//! It must never depend on the host (`tests/tests/tidy.rs` checks it) or hold
+//! questionnaire rules of its own: the rules live in `ask-user-core`; this crate
+//! renders core's view model and performs core's effects.
 //!
 //! - [`use_question_stream`] opens the host's event stream (closing it while the
 //!   tab is hidden) and returns a [`QuestionSession`]: core's questionnaire state
-//!   machine, with its POST and sessionStorage effects performed.
-//! - [`QuestionComposer`] renders the session's active request and turns DOM
-//!   events into state-machine actions; [`ComposerSlot`] and [`MessageComposer`]
-//!   give it a slot to take over; [`Conversation`] is all of it with a transcript.
+//!   machine behind one view-model signal, with its POST, sessionStorage and timer
+//!   effects performed.
+//! - [`QuestionComposer`] renders the view model and turns DOM events into
+//!   state-machine actions; [`ComposerSlot`] and [`MessageComposer`] give it a
+//!   slot to take over; [`Conversation`] is all of it with a transcript.
 //! - [`QuestionTransport`] is what a host must provide; [`HttpTransport`] is the
-//!   ask-user host's HTTP API.
+//!   ask-user host's HTTP API, [`MemoryTransport`] a host in memory.
 //!
 //! Styles live in `style/composer.css` (also [`STYLESHEET`]), every class under
 //! the `auq-` prefix.

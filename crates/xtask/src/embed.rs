@@ -11,7 +11,7 @@ use std::process::Command;
 use crate::exec::Ctx;
 use crate::tools::WASM_TARGET;
 
-/// The hidden subcommand that does the build (so a report step is one command).
+/// The subcommand that does the build (so a report step is one command).
 pub const SUBCOMMAND: &str = "build-embed";
 /// Where the embed goes, under Trunk's `dist/`.
 pub const DIR: &str = "embed";

@@ -38,7 +38,8 @@ impl Questionnaire {
         self.requests.iter().find(|r| r.id == question_id)
     }
 
-    /// The last notice, until dismissed or a new request arrives.
+    /// The last notice: until dismissed, or (resolved elsewhere) until the next
+    /// request arrives.
     pub fn notice(&self) -> Option<&Notice> {
         self.notice.as_ref()
     }

@@ -1,0 +1,351 @@
+//! The workspace's invariants, checked by reading its manifests and sources
+//! (rust-analyzer's "tidy" tests): what each crate may depend on, that the
+//! pinned tool versions agree, and the browser-test convention. Each failure
+//! names the file to fix. ARCHITECTURE.md lists which boundary each one holds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the workspace root")
+        .to_path_buf()
+}
+
+fn read(relative: &str) -> String {
+    let path = root().join(relative);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every package `package` depends on for its build on any target (normal and
+/// build dependencies, transitively; not dev-dependencies), by name.
+fn dependencies(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(cargo)
+        .current_dir(root())
+        .args([
+            "tree",
+            "-p",
+            package,
+            "-e",
+            "normal,build",
+            "--target",
+            "all",
+        ])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree -p {package}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != package)
+        .map(str::to_owned)
+        .collect()
+}
+
+fn assert_never_depends(package: &str, forbidden: &[&str], why: &str) {
+    let found: Vec<&str> = dependencies(package)
+        .iter()
+        .filter_map(|d| forbidden.iter().find(|f| **f == d.as_str()).copied())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "{package} depends on {found:?} (see `cargo tree -p {package} -i {}`): {why}",
+        found.first().unwrap_or(&"")
+    );
+}
+
+#[test]
+fn core_depends_on_no_ui_framework_server_runtime_or_browser_binding() {
+    assert_never_depends(
+        "ask-user-core",
+        &[
+            "leptos",
+            "axum",
+            "tokio",
+            "web-sys",
+            "wasm-bindgen",
+            "js-sys",
+        ],
+        "core is pure Rust + serde, shared by the host and the browser",
+    );
+}
+
+#[test]
+fn the_browser_crates_never_depend_on_the_host() {
+    for package in ["ask-user-composer", "ask-user-embed", "ask-user-web"] {
+        assert_never_depends(
+            package,
+            &["ask-user-host", "axum", "hyper", "rmcp"],
+            "the browser side talks to the host over HTTP only",
+        );
+    }
+}
+
+/// The quoted value of `key = "..."` in a TOML or Rust source line.
+fn quoted_after(text: &str, key: &str, file: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|line| line.starts_with(key))
+        .and_then(|line| line.split('"').nth(1))
+        .unwrap_or_else(|| panic!("{file} has no `{key} ... \"...\"` line"))
+        .to_owned()
+}
+
+#[test]
+fn pinned_tool_versions_agree_between_cargo_trunk_and_xtask() {
+    let cargo = read("Cargo.toml");
+    let trunk = read("Trunk.toml");
+    let xtask = read("crates/xtask/src/tools.rs");
+    let lock = read("Cargo.lock");
+
+    let cargo_pin = quoted_after(&cargo, "wasm-bindgen =", "Cargo.toml");
+    let trunk_pin = quoted_after(&trunk, "wasm_bindgen =", "Trunk.toml");
+    let xtask_pin = quoted_after(
+        &xtask,
+        "pub const WASM_BINDGEN",
+        "crates/xtask/src/tools.rs",
+    );
+    let locked = lock
+        .split("\n\n")
+        .find(|entry| entry.contains("\nname = \"wasm-bindgen\"\n"))
+        .map(|entry| quoted_after(entry, "version =", "Cargo.lock"))
+        .expect("Cargo.lock resolves wasm-bindgen");
+    assert_eq!(
+        (cargo_pin.as_str(), trunk_pin.as_str(), xtask_pin.as_str()),
+        (
+            format!("={locked}").as_str(),
+            locked.as_str(),
+            locked.as_str()
+        ),
+        "wasm-bindgen: Cargo.toml `=X`, Trunk.toml [tools] and xtask's WASM_BINDGEN must all be \
+         the version Cargo.lock resolves (the CLI must match the crate exactly)"
+    );
+
+    let trunk_opt = quoted_after(&trunk, "wasm_opt =", "Trunk.toml");
+    let xtask_opt = quoted_after(&xtask, "pub const WASM_OPT", "crates/xtask/src/tools.rs");
+    let npm = quoted_after(
+        &xtask,
+        "pub const BINARYEN_NPM",
+        "crates/xtask/src/tools.rs",
+    );
+    assert_eq!(
+        trunk_opt,
+        format!("version_{xtask_opt}"),
+        "wasm-opt: Trunk.toml [tools] must name xtask's WASM_OPT"
+    );
+    assert_eq!(
+        npm.split('.').next(),
+        Some(xtask_opt.as_str()),
+        "wasm-opt: xtask's binaryen npm package must be the WASM_OPT release"
+    );
+}
+
+/// Source with comments, string and char literals blanked (same length, same
+/// lines), so braces and names inside them are not mistaken for code.
+fn code_only(source: &str) -> String {
+    let bytes = source.as_bytes();
+    let mut out = bytes.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for b in &mut out[from..to.min(bytes.len())] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &source[i..];
+        let end = if rest.starts_with("//") {
+            i + rest.find('\n').unwrap_or(rest.len())
+        } else if rest.starts_with("/*") {
+            i + rest.find("*/").map_or(rest.len(), |e| e + 2)
+        } else if let Some(hashes) = raw_string_start(rest) {
+            let close = format!("\"{}", "#".repeat(hashes));
+            let open = 2 + hashes + usize::from(rest.starts_with('b'));
+            i + open
+                + rest[open..]
+                    .find(&close)
+                    .map_or(rest.len(), |e| e + close.len())
+        } else if rest.starts_with('"') {
+            let mut j = 1;
+            while j < rest.len() && rest.as_bytes()[j] != b'"' {
+                j += if rest.as_bytes()[j] == b'\\' { 2 } else { 1 };
+            }
+            i + j + 1
+        } else if let Some(len) = char_literal_len(rest) {
+            i + len
+        } else {
+            i += 1;
+            continue;
+        };
+        blank(&mut out, i, end);
+        i = end;
+    }
+    String::from_utf8(out).expect("blanking keeps UTF-8 boundaries in ASCII code")
+}
+
+/// `r"`, `r#"`, `br##"`…: how many `#`.
+fn raw_string_start(rest: &str) -> Option<usize> {
+    let after = rest.strip_prefix("br").or_else(|| rest.strip_prefix('r'))?;
+    let hashes = after.bytes().take_while(|b| *b == b'#').count();
+    after[hashes..].starts_with('"').then_some(hashes)
+}
+
+/// `'x'`, `'\n'`, `'\u{a0}'`, but not a lifetime `'a`.
+fn char_literal_len(rest: &str) -> Option<usize> {
+    let body = rest.strip_prefix('\'')?;
+    let len = if body.starts_with('\\') {
+        body.find('\'')?
+    } else {
+        body.chars().next()?.len_utf8()
+    };
+    (body[len..].starts_with('\'')).then_some(len + 2)
+}
+
+/// Every `fn` in `code`: its name, where its attributes begin, and its body.
+fn functions(code: &str) -> Vec<(String, usize, std::ops::Range<usize>)> {
+    let mut found = Vec::new();
+    let mut search = 0;
+    while let Some(at) = code[search..].find("fn ").map(|p| p + search) {
+        search = at + 3;
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = code[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = code[at..].find(['{', ';']).map(|p| p + at) else {
+            break;
+        };
+        if code.as_bytes()[open] == b';' {
+            continue;
+        }
+        let mut depth = 0;
+        let close = code[open..]
+            .char_indices()
+            .find_map(|(i, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                (depth == 0).then_some(open + i + 1)
+            })
+            .unwrap_or(code.len());
+        // Attributes: back from `fn` over `pub`, `async`, attributes and blank lines.
+        let item_start = code[..at].rfind(['}', ';']).map_or(0, |p| p + 1);
+        found.push((name, item_start, open..close));
+        search = open + 1;
+    }
+    found
+}
+
+/// Names of the test functions in `source` that start a browser (directly or
+/// through a helper in the same file) and lack the browser-test ignore line.
+fn unmarked_browser_tests(source: &str) -> Vec<String> {
+    const STARTS_A_BROWSER: [&str; 3] = ["E2e::start", "e2e_dist(", "Browser::launch"];
+    let code = code_only(source);
+    let fns = functions(&code);
+    let mut starts: BTreeMap<&str, bool> = fns
+        .iter()
+        .map(|(name, _, body)| {
+            let body = &code[body.clone()];
+            (
+                name.as_str(),
+                STARTS_A_BROWSER.iter().any(|s| body.contains(s)),
+            )
+        })
+        .collect();
+    // Through helpers, to a fixed point.
+    loop {
+        let mut changed = false;
+        for (name, _, body) in &fns {
+            if starts[name.as_str()] {
+                continue;
+            }
+            let body = &code[body.clone()];
+            let calls_one = fns
+                .iter()
+                .any(|(other, _, _)| starts[other.as_str()] && body.contains(&format!("{other}(")));
+            if calls_one {
+                starts.insert(name, true);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    fns.iter()
+        .filter(|(name, attrs, body)| {
+            let header = &source[*attrs..body.start];
+            let is_test = header.contains("#[test]") || header.contains("#[tokio::test");
+            is_test && starts[name.as_str()] && !header.contains("#[ignore = \"browser test:")
+        })
+        .map(|(name, _, _)| name.clone())
+        .collect()
+}
+
+#[test]
+fn every_test_that_starts_a_browser_is_ignored_as_a_browser_test() {
+    let dir = root().join("tests/tests");
+    let mut unmarked = Vec::new();
+    let mut browser_files = 0;
+    for entry in std::fs::read_dir(&dir).expect("tests/tests") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("a test file");
+        browser_files += usize::from(source.contains("#[ignore = \"browser test:"));
+        for name in unmarked_browser_tests(&source) {
+            unmarked.push(format!("{}: {name}", path.display()));
+        }
+    }
+    assert!(browser_files > 0, "the scan found no browser test at all");
+    assert!(
+        unmarked.is_empty(),
+        "these tests start a browser (E2e::start, e2e_dist(), Browser::launch) but lack \
+         `#[ignore = \"browser test: ...\"]`, so plain `cargo test` would fail without Chromium: \
+         {unmarked:#?}"
+    );
+}
+
+#[test]
+fn the_browser_test_scan_sees_helpers_and_ignores_strings_and_comments() {
+    let source = r##"
+        async fn helper() -> PathBuf { e2e_dist() }
+
+        #[tokio::test]
+        async fn unmarked_through_a_helper() { let _ = helper().await; }
+
+        #[tokio::test]
+        #[ignore = "browser test: needs Chromium"]
+        async fn marked() { E2e::start("x", &[]).await; }
+
+        #[tokio::test]
+        async fn only_mentions_it() {
+            // E2e::start is not called here
+            let _ = "Browser::launch() { }";
+            let _ = r#"e2e_dist()"#;
+            let _ = '{';
+        }
+
+        #[test]
+        fn unmarked_direct() { let _b = Browser::launch(); }
+    "##;
+    assert_eq!(
+        unmarked_browser_tests(source),
+        ["unmarked_through_a_helper", "unmarked_direct"]
+    );
+}
