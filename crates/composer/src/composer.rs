@@ -28,9 +28,9 @@ fn with_active<R>(vm: RwSignal<ViewModel>, f: impl FnOnce(&RequestView) -> R) ->
     vm.with(|v| v.active.as_ref().map(f))
 }
 
-/// Whether the active request can be edited (tracked).
-fn can_edit(vm: RwSignal<ViewModel>) -> bool {
-    with_active(vm, |a| a.can_edit).unwrap_or(false)
+/// Whether the active request can be edited.
+fn editable(v: &ViewModel) -> bool {
+    v.active.as_ref().is_some_and(|a| a.can_edit)
 }
 
 /// The question composer: takes over the composer slot (entry `"question"`)
@@ -161,20 +161,29 @@ fn follow_focus(
         let focus = vm.with(|v| v.focus);
         let version = focus.map(|f| f.version);
         if let Some(focus) = focus.filter(|_| version != applied.unwrap_or(at_mount)) {
-            set_timeout(
-                move || match focus.value {
-                    FocusTarget::MessageBox => {
-                        if let Some(slot) = slot {
-                            slot.focus_default();
-                        }
-                    }
-                    target => focus_in(root, target),
-                },
-                Duration::ZERO,
-            );
+            set_timeout(move || focus_on(focus.value, root, slot), Duration::ZERO);
         }
         version
     });
+}
+
+/// Focuses a control of the rendered request (the panel itself when the
+/// control is not there), or hands focus back to the normal composer.
+fn focus_on(target: FocusTarget, root: NodeRef<html::Section>, slot: Option<ComposerSlotContext>) {
+    let selector = match target {
+        FocusTarget::Option(index) => format!("[data-auq=option][data-option-index=\"{index}\"]"),
+        FocusTarget::TextBox => "[data-auq=text]".to_owned(),
+        FocusTarget::Slot => "[data-auq=plan-review]".to_owned(),
+        FocusTarget::MessageBox => return slot.iter().for_each(|slot| slot.focus_default()),
+    };
+    let Some(root) = root.get_untracked() else {
+        return;
+    };
+    let control = root.query_selector(&selector).ok().flatten();
+    let _ = match control.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+        Some(control) => control.focus(),
+        None => root.focus(),
+    };
 }
 
 /// The live region's text: each new announcement once. The same words twice
@@ -222,28 +231,6 @@ fn cannot_show_text(texts: &Texts, why: &CannotShow) -> String {
     }
 }
 
-/// Moves focus to a control of the rendered request.
-fn focus_in(root: NodeRef<html::Section>, target: FocusTarget) {
-    let Some(root) = root.get_untracked() else {
-        return;
-    };
-    let selector = match target {
-        FocusTarget::Option(index) => format!("[data-auq=option][data-option-index=\"{index}\"]"),
-        FocusTarget::TextBox => "[data-auq=text]".to_owned(),
-        FocusTarget::Slot => "[data-auq=plan-review]".to_owned(),
-        FocusTarget::MessageBox => return,
-    };
-    let element = root
-        .query_selector(&selector)
-        .ok()
-        .flatten()
-        .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok());
-    match element {
-        Some(element) => drop(element.focus()),
-        None => drop(root.focus()),
-    }
-}
-
 /// The header strip: chip, progress, waiting count, collapse toggle. Stays
 /// visible when collapsed.
 #[component]
@@ -251,17 +238,16 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     let vm = session.view_model();
     let collapsed = move || with_active(vm, |a| a.collapsed).unwrap_or(false);
     let chip = move || {
-        with_active(vm, |a| match a.chip.as_ref()? {
-            Chip::Header(header) => Some(header.clone()),
-            Chip::PlanReview => Some(texts.plan_review.to_owned()),
-        })
-        .flatten()
+        with_active(vm, |a| a.chip.clone())
+            .flatten()
+            .map(|chip| match chip {
+                Chip::Header(header) => header,
+                Chip::PlanReview => texts.plan_review.to_owned(),
+            })
     };
     let progress = move || {
-        with_active(vm, |a| {
-            a.progress.map(|p| texts.progress(p.current, p.total))
-        })
-        .flatten()
+        let progress = with_active(vm, |a| a.progress).flatten();
+        progress.map(|p| texts.progress(p.current, p.total))
     };
     let waiting = move || vm.with(|v| (v.waiting > 0).then(|| texts.waiting(v.waiting)));
     view! {
@@ -349,7 +335,7 @@ fn Item(
                     data-auq="text"
                     rows=rows_attr
                     placeholder=placeholder
-                    disabled=move || !can_edit(vm)
+                    disabled=move || !vm.with(editable)
                     node_ref=text_ref
                     on:input=move |ev| {
                         session.dispatch(Action::DraftEdited { text: event_target_value(&ev) });
@@ -397,7 +383,7 @@ fn OptionRow(
             data-label=row.label
             data-recommended=row.recommended.to_string()
             aria-checked=move || shown(|o| o.selected).to_string()
-            aria-disabled=move || (!can_edit(vm)).to_string()
+            aria-disabled=move || (!vm.with(editable)).to_string()
             aria-labelledby=labelledby
             aria-describedby=describedby
             tabindex=move || if shown(|o| o.focused) { "0" } else { "-1" }
@@ -429,23 +415,29 @@ fn StatusLine(session: QuestionSession, texts: &'static Texts) -> impl IntoView 
     let vm = session.view_model();
     move || {
         let line = with_active(vm, |a| a.status_line.clone()).flatten()?;
-        let sending = |text: &'static str| {
-            Either::Left(view! {
-                <p class="auq-status" data-auq="status"><span class="auq-spinner" aria-hidden="true"></span>{text}</p>
-            })
-        };
-        let failed = |prefix: &'static str| {
-            Either::Right(view! {
-                <p class="auq-error" role="alert" data-auq="error">
-                    <strong>{prefix}</strong>" "{line.message.clone().unwrap_or_default()}
-                </p>
-            })
-        };
         Some(match line.key {
-            StatusKey::SendingAnswer => sending(texts.sending),
-            StatusKey::SendingCancel => sending(texts.cancelling),
-            StatusKey::AnswerFailed => failed(texts.answer_failed),
-            StatusKey::CancelFailed => failed(texts.cancel_failed),
+            StatusKey::SendingAnswer | StatusKey::SendingCancel => {
+                let text = if line.key == StatusKey::SendingAnswer {
+                    texts.sending
+                } else {
+                    texts.cancelling
+                };
+                Either::Left(view! {
+                    <p class="auq-status" data-auq="status"><span class="auq-spinner" aria-hidden="true"></span>{text}</p>
+                })
+            }
+            StatusKey::AnswerFailed | StatusKey::CancelFailed => {
+                let prefix = if line.key == StatusKey::AnswerFailed {
+                    texts.answer_failed
+                } else {
+                    texts.cancel_failed
+                };
+                Either::Right(view! {
+                    <p class="auq-error" role="alert" data-auq="error">
+                        <strong>{prefix}</strong>" "{line.message.unwrap_or_default()}
+                    </p>
+                })
+            }
         })
     }
 }
@@ -454,7 +446,6 @@ fn StatusLine(session: QuestionSession, texts: &'static Texts) -> impl IntoView 
 #[component]
 fn Footer(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     let vm = session.view_model();
-    let item = move |f: fn(&ItemView) -> bool| vm.with(|v| v.item().is_some_and(f));
     let dispatch = move |action: Action| session.dispatch(action);
     let steps = move || {
         let steps = vm.with(|v| v.item().map(|i| i.steps.clone()).unwrap_or_default());
@@ -483,60 +474,56 @@ fn Footer(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
             })
             .collect_view()
     };
+    let button = |hook, class, label, enabled, action| {
+        view! { <ActionButton session hook class label enabled action /> }
+    };
     view! {
         <footer class="auq-footer">
-            <button
-                type="button"
-                class="auq-btn auq-btn--quiet auq-btn--danger"
-                data-auq="cancel"
-                disabled=move || !can_edit(vm)
-                on:click=move |_| dispatch(Action::Close)
-            >
-                {texts.cancel}
-            </button>
+            {button("cancel", "auq-btn auq-btn--quiet auq-btn--danger", texts.cancel.into(), editable, Action::Close)}
             <nav class="auq-steps" aria-label=texts.steps>{steps}</nav>
             <div class="auq-footer__actions">
-                <button
-                    type="button"
-                    class="auq-btn"
-                    data-auq="back"
-                    disabled=move || !item(|i| i.can_go_back)
-                    on:click=move |_| dispatch(Action::Back)
-                >
-                    {texts.back}
-                </button>
-                <button
-                    type="button"
-                    class="auq-btn"
-                    data-auq="skip"
-                    disabled=move || !can_edit(vm)
-                    on:click=move |_| dispatch(Action::Skip)
-                >
-                    {texts.skip}
-                </button>
-                <button
-                    type="button"
-                    class="auq-btn"
-                    data-auq="next"
-                    disabled=move || !item(|i| i.can_go_next)
-                    on:click=move |_| dispatch(Action::Next)
-                >
-                    {texts.next}
-                </button>
+                {button("back", "auq-btn", texts.back.into(), |v| v.item().is_some_and(|i| i.can_go_back), Action::Back)}
+                {button("skip", "auq-btn", texts.skip.into(), editable, Action::Skip)}
+                {button("next", "auq-btn", texts.next.into(), |v| v.item().is_some_and(|i| i.can_go_next), Action::Next)}
                 // aria-disabled, not disabled: a click on an incomplete batch moves
                 // to the first open item and says what is missing.
                 <button
                     type="button"
                     class="auq-btn auq-btn--primary"
                     data-auq="submit"
-                    aria-disabled=move || (!item(|i| i.can_submit)).to_string()
-                    disabled=move || !can_edit(vm)
-                    on:click=move |_| dispatch(Action::Submit)
+                    aria-disabled=move || vm.with(|v| !v.item().is_some_and(|i| i.can_submit)).to_string()
+                    disabled=move || !vm.with(editable)
+                    on:click=move |_| session.dispatch(Action::Submit)
                 >
                     {texts.submit}
                 </button>
             </div>
         </footer>
+    }
+}
+
+/// A text button that dispatches `action`, enabled while `enabled` says so.
+#[component]
+fn ActionButton(
+    session: QuestionSession,
+    /// Its `data-auq` hook.
+    hook: &'static str,
+    class: &'static str,
+    label: String,
+    enabled: fn(&ViewModel) -> bool,
+    action: Action,
+) -> impl IntoView {
+    let vm = session.view_model();
+    view! {
+        <button
+            type="button"
+            class=class
+            data-auq=hook
+            disabled=move || !vm.with(enabled)
+            on:click=move |_| session.dispatch(action.clone())
+        >
+            {label}
+        </button>
     }
 }
 
@@ -549,9 +536,9 @@ fn PlanReview(
     uid: usize,
     panel: PlanView,
 ) -> impl IntoView {
-    let vm = session.view_model();
-    let editable = move || can_edit(vm);
-    let dispatch = move |action: Action| session.dispatch(action);
+    let button = |hook, class, label, action| {
+        view! { <ActionButton session hook class label enabled=editable action /> }
+    };
     let plan_ref = NodeRef::<html::Div>::new();
     let plan = panel.plan;
     plan_ref.on_load(move |el| {
@@ -566,36 +553,10 @@ fn PlanReview(
             <div class="auq-plan__body auq-markdown" data-auq="plan" node_ref=plan_ref></div>
             <StatusLine session texts />
             <footer class="auq-footer auq-footer--plan">
-                <button
-                    type="button"
-                    class="auq-btn auq-btn--quiet"
-                    data-auq="chat"
-                    disabled=move || !editable()
-                    on:click=move |_| dispatch(Action::ChatAboutIt)
-                >
-                    {texts.chat_about_it}
-                </button>
+                {button("chat", "auq-btn auq-btn--quiet", texts.chat_about_it.into(), Action::ChatAboutIt)}
                 <div class="auq-footer__actions">
-                    {panel.decline.map(|label| view! {
-                        <button
-                            type="button"
-                            class="auq-btn"
-                            data-auq="decline"
-                            disabled=move || !editable()
-                            on:click=move |_| dispatch(Action::Decline)
-                        >
-                            {label}
-                        </button>
-                    })}
-                    <button
-                        type="button"
-                        class="auq-btn auq-btn--primary"
-                        data-auq="approve"
-                        disabled=move || !editable()
-                        on:click=move |_| dispatch(Action::Approve)
-                    >
-                        {panel.approve}
-                    </button>
+                    {panel.decline.map(|label| button("decline", "auq-btn", label, Action::Decline))}
+                    {button("approve", "auq-btn auq-btn--primary", panel.approve, Action::Approve)}
                 </div>
             </footer>
         </div>

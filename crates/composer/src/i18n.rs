@@ -316,17 +316,11 @@ mod tests {
 
     #[test]
     fn a_request_the_page_cannot_hold_names_the_limit_in_both_languages() {
+        let (en, zh) = (Lang::En.texts(), Lang::Zh.texts());
         assert!(
-            Lang::En
-                .texts()
-                .too_many_pending(256)
+            en.too_many_pending(256)
                 .contains("at most 256 waiting requests")
         );
-        assert!(
-            Lang::Zh
-                .texts()
-                .too_many_pending(256)
-                .contains("最多容纳 256 个")
-        );
+        assert!(zh.too_many_pending(256).contains("最多容纳 256 个"));
     }
 }

@@ -1,12 +1,13 @@
 //! The questionnaire state machine applying 10,000 actions: requests arriving,
 //! a person choosing, typing, skipping, navigating and submitting, and the host
-//! resolving — the work a composer does on every event.
+//! resolving — the work a composer does on every event; and the same with the
+//! view model rebuilt after each action, as the composer renders it.
 //!
 //! `cargo bench -p ask-user-core --bench questionnaire`
 #![allow(missing_docs)] // criterion_group! generates an undocumented pub fn
 
 use ask_user_core::AskRequest;
-use ask_user_core::questionnaire::{Action, Effect, Key, KeyInput, Questionnaire, apply};
+use ask_user_core::questionnaire::{Action, Effect, Key, KeyInput, Questionnaire, apply, view};
 use ask_user_core::wire::{Outcome, QuestionRequested, QuestionResolved, SessionEvent};
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -105,6 +106,22 @@ fn bench(c: &mut Criterion) {
                 let mut effects = 0usize;
                 for action in actions {
                     effects += apply(&mut state, action).len();
+                }
+                black_box((state, effects))
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    // What the composer does per event: apply, then rebuild the view model it renders.
+    group.bench_function("apply_and_view_10000_actions", |b| {
+        b.iter_batched(
+            || actions.clone(),
+            |actions| {
+                let mut state = Questionnaire::new();
+                let mut effects = 0usize;
+                for action in actions {
+                    effects += apply(&mut state, action).len();
+                    black_box(view(&state));
                 }
                 black_box((state, effects))
             },
