@@ -1,5 +1,6 @@
 //! Property: random action sequences never panic, never post an incomplete
-//! batch, and every posted batch passes core's answer validation.
+//! batch, every posted batch passes core's answer validation, and the view
+//! model agrees with the state.
 
 mod questionnaire_support;
 
@@ -180,6 +181,15 @@ proptest! {
                 }
             }
             check_invariants(&state)?;
+            // Each new intent is exactly one version on from the last of its kind.
+            let (was, now) = (view(&before), view(&state));
+            if now.focus != was.focus {
+                prop_assert_eq!(now.focus.map(|f| f.version), Some(was.focus.map_or(0, |f| f.version) + 1));
+            }
+            if now.announcement != was.announcement {
+                let next = was.announcement.map_or(0, |a| a.version) + 1;
+                prop_assert_eq!(now.announcement.map(|a| a.version), Some(next));
+            }
         }
     }
 }

@@ -23,7 +23,8 @@
 //! option.
 //!
 //! A thin wasm-bindgen wrapper over `ask-user-composer`: it must hold no
-//! questionnaire logic and never depend on the host.
+//! questionnaire logic and never depend on the host (`tests/tests/tidy.rs`
+//! checks the dependency).
 
 use ask_user_composer::{
     Conversation, Lang, Locale, QuestionComposer, STYLESHEET, Transport, UseQuestionStreamReturn,
