@@ -96,9 +96,12 @@ impl Default for Limits {
 }
 
 /// The process's soft descriptor limit (`RLIMIT_NOFILE`); 1024 when it cannot
-/// be read.
+/// be read (or there is none: not Unix).
 pub fn descriptor_limit() -> u64 {
-    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _hard)| soft)
+    #[cfg(unix)]
+    return rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1024, |(soft, _hard)| soft);
+    #[cfg(not(unix))]
+    1024
 }
 
 /// Raises the soft descriptor limit to the hard one and returns the new soft
