@@ -62,7 +62,7 @@ pub struct ServeArgs {
     pub no_web: bool,
     /// At most this many connections are open at once; at the cap a new one
     /// replaces the oldest that has not presented the token. Default: the
-    /// descriptor limit (raised from soft to hard at start) less 128, at most 4096.
+    /// descriptor limit (raised from soft to hard at start) less 128, at most 1024.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
 }

@@ -62,8 +62,10 @@ pub const RESERVED_DESCRIPTORS: u64 = 128;
 
 /// The default cap never exceeds this, however high the descriptor limit: at
 /// [`MAX_HEAD_BYTES`] per head being read, this many connections hold at most
-/// 256 MiB of heads.
-pub const MAX_DEFAULT_CONNECTIONS: usize = 4096;
+/// 64 MiB of heads (measured: a head trickling in a byte at a time costs
+/// about 30 KiB of resident memory), and it is far more than a person's tabs
+/// and agents need at once.
+pub const MAX_DEFAULT_CONNECTIONS: usize = 1024;
 
 /// How often the accept loop reports the same trouble (the cap reached,
 /// descriptors exhausted): once per interval, with a count.
