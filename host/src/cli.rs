@@ -1,9 +1,12 @@
 //! The `ask-user` command line.
 
+use crate::security::check_token;
+use crate::server::{Limits, connections_for_descriptors};
 use crate::state::{DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, HostConfig, random_token};
 use clap::{Args, Parser, Subcommand};
+use std::io::Read;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// ask-user: lets an agent ask a person structured questions in a web page.
 #[derive(Debug, Parser)]
@@ -29,7 +32,14 @@ pub struct ServeArgs {
     /// Address to bind (loopback by default; port 0 picks a free port).
     #[arg(long, env = "ASK_USER_ADDR", default_value = "127.0.0.1:7411")]
     pub addr: SocketAddr,
-    /// The token `/api` calls must present (default: a random 128-bit token per run).
+    /// Read the token `/api` calls must present from this file (recommended, like
+    /// ASK_USER_TOKEN; keep the file private). At least 22 of A-Z a-z 0-9 - . _ ~.
+    /// Wins over --token and ASK_USER_TOKEN. Default: a random 128-bit token per run.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// The token, from ASK_USER_TOKEN (recommended) or this flag. On the command
+    /// line every local user can read it (ps), so the flag warns; use --token-file
+    /// or ASK_USER_TOKEN. At least 22 of A-Z a-z 0-9 - . _ ~ (128 bits).
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// The built frontend to serve at `/` (default: `dist` when it holds an index.html).
@@ -50,29 +60,32 @@ pub struct ServeArgs {
     /// Register no web provider: asks fail with `NO_PROVIDER` and MCP lists no tool.
     #[arg(long)]
     pub no_web: bool,
+    /// At most this many connections are open at once; at the cap a new one
+    /// replaces the oldest that has not presented the token. Default: the
+    /// descriptor limit (raised from soft to hard at start) less 128, at most 1024.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
 }
 
 impl ServeArgs {
     /// The host configuration for a listener bound on `port`.
     ///
-    /// Fails when the given token is empty or holds characters that cannot
-    /// travel in a URL, header and cookie unchanged.
+    /// Fails, saying why, when the token file cannot be read or the given
+    /// token breaks [`check_token`] (too short to carry 128 bits, or holding
+    /// characters that cannot travel in a URL, header and cookie unchanged).
     pub fn config(&self, port: u16) -> Result<HostConfig, String> {
-        let token = match &self.token {
-            Some(token) => {
-                let ok = !token.is_empty()
-                    && token
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
-                if !ok {
-                    return Err(
-                        "--token / ASK_USER_TOKEN: use one or more of A-Z a-z 0-9 - . _ ~"
-                            .to_owned(),
-                    );
-                }
+        let token = match (&self.token_file, &self.token) {
+            (Some(path), _) => {
+                let token = read_token_file(path)?;
+                check_token(&token)
+                    .map_err(|why| format!("--token-file {}: {why}", path.display()))?;
+                token
+            }
+            (None, Some(token)) => {
+                check_token(token).map_err(|why| format!("--token / ASK_USER_TOKEN: {why}"))?;
                 token.clone()
             }
-            None => random_token(),
+            (None, None) => random_token(),
         };
         let dist = self.dist.clone().or_else(|| {
             let default = PathBuf::from("dist");
@@ -93,6 +106,50 @@ impl ServeArgs {
             demo: self.demo,
         })
     }
+}
+
+impl ServeArgs {
+    /// The accept loop's limits: `--max-connections`, or the cap for
+    /// `descriptor_limit` (see [`connections_for_descriptors`]).
+    pub fn limits(&self, descriptor_limit: u64) -> Limits {
+        Limits {
+            max_connections: self.max_connections.map_or_else(
+                || connections_for_descriptors(descriptor_limit),
+                |n| usize::try_from(n).unwrap_or(usize::MAX),
+            ),
+            ..Limits::default()
+        }
+    }
+}
+
+/// The longest token file read (a token is one short line).
+const MAX_TOKEN_FILE_BYTES: u64 = 4096;
+
+/// The token in `path`: its content without surrounding whitespace (the
+/// final newline). Warns when other users may read the file.
+fn read_token_file(path: &Path) -> Result<String, String> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| format!("--token-file {shown}: {e}"))?;
+    #[cfg(unix)]
+    if let Ok(metadata) = file.metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                "--token-file {shown}: other users may read it (mode {mode:o}); `chmod 600 {shown}`"
+            );
+        }
+    }
+    let mut text = String::new();
+    file.take(MAX_TOKEN_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("--token-file {shown}: {e}"))?;
+    if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
+        return Err(format!(
+            "--token-file {shown}: longer than {MAX_TOKEN_FILE_BYTES} bytes; it should hold the token alone"
+        ));
+    }
+    Ok(text.trim().to_owned())
 }
 
 /// The URL to open: the bound address (loopback shown as `127.0.0.1` when
@@ -118,6 +175,39 @@ mod tests {
             panic!("not serve");
         };
         serve.config(7411).expect("a valid configuration")
+    }
+
+    fn serve_args(args: &[&str]) -> ServeArgs {
+        let cli = Cli::try_parse_from(["ask-user", "serve"].iter().chain(args))
+            .expect("the arguments parse");
+        let Command::Serve(serve) = cli.command else {
+            panic!("not serve");
+        };
+        serve
+    }
+
+    #[test]
+    fn max_connections_defaults_to_the_descriptor_limit_and_takes_the_flag() {
+        assert_eq!(serve_args(&[]).limits(1024).max_connections, 896);
+        assert_eq!(
+            serve_args(&["--max-connections", "7"])
+                .limits(1024)
+                .max_connections,
+            7
+        );
+        assert!(Cli::try_parse_from(["ask-user", "serve", "--max-connections", "0"]).is_err());
+    }
+
+    #[test]
+    fn a_short_or_unsafe_token_is_refused_with_the_reason() {
+        let short = serve_args(&["--token", "s3cret"]).config(1).unwrap_err();
+        assert!(short.starts_with("--token / ASK_USER_TOKEN: "), "{short}");
+        assert!(short.contains("at least 22"), "{short}");
+        let long = "0123456789abcdefghijkl";
+        assert_eq!(
+            serve_args(&["--token", long]).config(1).unwrap().token,
+            long
+        );
     }
 
     #[test]

@@ -6,12 +6,13 @@
 //! ([`AppState::ask`]), then posts a summary of the answers, or says that the
 //! person cancelled. No network, no model.
 
+use crate::pending::SharedEvent;
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{MessageCreated, Role, SessionEvent};
 use ask_user_core::{
     AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, Question, QuestionOption,
 };
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::task::JoinHandle;
 
 /// The session the demo agent talks in.
@@ -114,6 +115,10 @@ pub fn summary(request: &AskRequest, answers: &AnswerBatch) -> String {
 
 /// Starts the demo agent in [`DEMO_SESSION`]. It listens from this call on
 /// (so no message posted after it returns is missed) and stops at shutdown.
+///
+/// While it waits for answers it does not listen: messages sent meanwhile are
+/// skipped (not queued, so none is held in the session's buffer and none
+/// starts another round later); it listens again before it posts its summary.
 pub fn spawn(state: AppState) -> JoinHandle<()> {
     let subscription = state.subscribe(DEMO_SESSION);
     let shutdown = state.shutdown_token();
@@ -130,13 +135,12 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
                         role: Role::User, ..
                     }) = &*event
                     {
-                        converse(&state).await;
+                        drop(events);
+                        events = converse(&state).await;
                     }
                 }
-                // Messages sent while the agent was busy asking; it answers the
-                // next one.
                 Err(RecvError::Lagged(missed)) => {
-                    tracing::debug!(missed, "demo agent skipped events while busy");
+                    tracing::debug!(missed, "demo agent skipped events");
                 }
                 Err(RecvError::Closed) => break,
             }
@@ -146,23 +150,25 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
     })
 }
 
-/// One turn: reply, ask, summarise.
-async fn converse(state: &AppState) {
+/// One turn: reply, ask, listen again, summarise. Returns the new subscription.
+async fn converse(state: &AppState) -> broadcast::Receiver<SharedEvent> {
     state.post_message(DEMO_SESSION, Role::Agent, REPLY);
     let request = questions();
     let result = state
         .ask(DEMO_SESSION, request.clone(), AskOptions::default())
         .await;
+    let events = state.subscribe(DEMO_SESSION).events;
     let text = match result {
         Ok(answers) => summary(&request, &answers),
         Err(error) => match error.as_interaction().map(|e| e.code) {
             Some(ErrorCode::AskCancelled) => CANCELLED_REPLY.to_owned(),
             // The host is going away: nobody is left to read a reply.
-            _ if state.is_shutting_down() => return,
+            _ if state.is_shutting_down() => return events,
             _ => format!("I could not get your answers: {error}."),
         },
     };
     state.post_message(DEMO_SESSION, Role::Agent, text);
+    events
 }
 
 #[cfg(test)]

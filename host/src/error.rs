@@ -3,7 +3,8 @@
 use ask_user_core::wire::{ErrorBody, WireError};
 use ask_user_core::{ErrorCode, UserInteractionError};
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 /// Every way a request to the host can fail.
@@ -27,6 +28,12 @@ pub enum ApiError {
     },
     /// `UNAUTHORIZED` (401): the token is missing or wrong.
     Unauthorized,
+    /// `TOO_MANY_AUTH_FAILURES` (429, with `Retry-After`): this address
+    /// presented too many wrong tokens lately.
+    AuthThrottled {
+        /// Seconds until a token from this address is looked at again.
+        retry_after_secs: u64,
+    },
     /// `FORBIDDEN` (403): the `Host` or `Origin` is not allowed; says which.
     Forbidden(String),
     /// `PAYLOAD_TOO_LARGE` (413): the body is over the limit.
@@ -45,9 +52,9 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::Interaction(error) => status_of(error.code),
-            ApiError::TooManyPending { .. } | ApiError::TooManySessions { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::TooManyPending { .. }
+            | ApiError::TooManySessions { .. }
+            | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -63,6 +70,7 @@ impl ApiError {
             ApiError::TooManyPending { .. } => "TOO_MANY_PENDING",
             ApiError::TooManySessions { .. } => "TOO_MANY_SESSIONS",
             ApiError::Unauthorized => "UNAUTHORIZED",
+            ApiError::AuthThrottled { .. } => "TOO_MANY_AUTH_FAILURES",
             ApiError::Forbidden(_) => "FORBIDDEN",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::NotFound(_) => "NOT_FOUND",
@@ -86,6 +94,10 @@ impl ApiError {
                  or open the URL the host printed"
                     .to_owned()
             }
+            ApiError::AuthThrottled { retry_after_secs } => format!(
+                "too many wrong tokens from this address: wait {retry_after_secs} s (Retry-After), \
+                 then send the token `ask-user serve` printed"
+            ),
             ApiError::Forbidden(why) => why.clone(),
             ApiError::PayloadTooLarge { limit } => {
                 format!("request body is larger than {limit} bytes")
@@ -142,6 +154,12 @@ impl IntoResponse for ApiError {
         let body = ErrorBody {
             error: self.to_wire(),
         };
-        (self.status(), Json(body)).into_response()
+        let mut response = (self.status(), Json(body)).into_response();
+        if let ApiError::AuthThrottled { retry_after_secs } = self {
+            response
+                .headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(retry_after_secs));
+        }
+        response
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::error::ApiError;
 use ask_user_core::UserInteractionError;
+use ask_user_core::limits::MAX_ID_CHARS;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::StatusCode;
@@ -56,7 +57,18 @@ impl<S: Send + Sync> FromRequestParts<S> for SessionId {
     }
 }
 
-/// The `{id}` path segment of a question.
+/// Whether `id` can name a pending question: `[A-Za-z0-9_-]{1,MAX_ID_CHARS}`
+/// (core's id limit). The host mints `q_` and 32 hex digits.
+pub fn valid_question_id(id: &str) -> bool {
+    (1..=MAX_ID_CHARS).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The `{id}` path segment of a question, checked against
+/// `[A-Za-z0-9_-]{1,64}` before it is used (400 otherwise, echoing at most 80
+/// characters of it).
 #[derive(Debug, Clone)]
 pub struct QuestionId(pub String);
 
@@ -64,7 +76,16 @@ impl<S: Send + Sync> FromRequestParts<S> for QuestionId {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        path_param(parts, state, "id").await.map(Self)
+        let id = path_param(parts, state, "id").await?;
+        if !valid_question_id(&id) {
+            return Err(UserInteractionError::bad_request(format!(
+                "question: {:?} ({} characters) is not a question id; ids are 1 to {MAX_ID_CHARS} of A-Z a-z 0-9 _ -, as in question/requested",
+                truncate(&id, 80),
+                id.chars().count()
+            ))
+            .into());
+        }
+        Ok(Self(id))
     }
 }
 

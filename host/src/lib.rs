@@ -32,6 +32,7 @@ pub mod pages;
 pub mod pending;
 pub mod provider;
 pub mod security;
+pub mod server;
 pub mod state;
 
 pub use error::ApiError;
@@ -45,13 +46,12 @@ use axum::http::HeaderValue;
 use axum::http::header::{REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, get};
-use std::future::IntoFuture;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-/// How long shutdown waits for open connections to finish after every pending
-/// ask was resolved.
+/// How long shutdown waits for connections still serving a request (the
+/// resolved asks' responses) after every pending ask was resolved.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The application's router: the `/api` routes (behind the token, except
@@ -86,27 +86,25 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`app`] on `listener` until [`ShutdownHandle::shutdown`] is called,
-/// then waits at most [`DRAIN_TIMEOUT`] for open connections (the resolved
-/// asks' responses) before returning. Event streams end on shutdown by
-/// themselves, so they never hold it up.
+/// Serves [`app`] on `listener` with the default [`server::Limits`] until
+/// [`ShutdownHandle::shutdown`] is called; see [`serve_with`].
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
-    let shutdown = state.shutdown_token();
+    serve_with(listener, state, server::Limits::default()).await
+}
+
+/// Serves [`app`] on `listener` through the host's accept loop ([`server`]:
+/// timeouts, the connection cap) until [`ShutdownHandle::shutdown`] is called.
+/// Then connections that are not serving a request close at once, and the
+/// others (the resolved asks' responses) get at most `limits.drain_timeout`
+/// ([`DRAIN_TIMEOUT`] by default). Event streams end on shutdown by
+/// themselves, so they never hold it up.
+pub async fn serve_with(
+    listener: TcpListener,
+    state: AppState,
+    limits: server::Limits,
+) -> std::io::Result<()> {
     if state.config().demo {
         demo::spawn(state.clone());
     }
-    let server = axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .into_future();
-    tokio::pin!(server);
-    tokio::select! {
-        result = &mut server => result,
-        () = async {
-            shutdown.cancelled().await;
-            tokio::time::sleep(DRAIN_TIMEOUT).await;
-        } => {
-            tracing::warn!("connections still open after the drain timeout; exiting anyway");
-            Ok(())
-        }
-    }
+    server::run(listener, state.clone(), app(state), limits).await
 }

@@ -1,8 +1,9 @@
 //! `ask-user`: parses the command line, binds and serves the host.
 
 use ask_user_host::cli::{Cli, Command, ServeArgs, open_url};
-use ask_user_host::{AppState, serve};
-use clap::Parser;
+use ask_user_host::{AppState, serve_with, server};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 use std::io::Write;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
@@ -17,9 +18,22 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let result = match cli.command {
-        Command::Serve(args) => run_serve(args).await,
+        Command::Serve(args) => {
+            let token_on_command_line = matches
+                .subcommand_matches("serve")
+                .and_then(|serve| serve.value_source("token"))
+                == Some(ValueSource::CommandLine);
+            if token_on_command_line {
+                tracing::warn!(
+                    "--token puts the token on the command line, where every local user can read it (ps, /proc); \
+                     use --token-file PATH or ASK_USER_TOKEN instead"
+                );
+            }
+            run_serve(args).await
+        }
         Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
     };
     match result {
@@ -32,6 +46,18 @@ async fn main() -> ExitCode {
 }
 
 async fn run_serve(args: ServeArgs) -> Result<(), String> {
+    // Every connection holds a descriptor: take all the system allows, then
+    // size the connection cap below it (the accept loop never runs out).
+    let descriptors = server::raise_descriptor_limit().unwrap_or_else(|error| {
+        tracing::warn!(%error, "could not raise the descriptor limit");
+        server::descriptor_limit()
+    });
+    let limits = args.limits(descriptors);
+    tracing::debug!(
+        descriptors,
+        max_connections = limits.max_connections,
+        "connection cap"
+    );
     if !args.addr.ip().is_loopback() {
         tracing::warn!(addr = %args.addr, "binding a non-loopback address: the token is all that protects the host");
     }
@@ -55,7 +81,9 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         .and_then(|()| stdout.flush())
         .map_err(|e| e.to_string())?;
     drop(stdout);
-    serve(listener, state).await.map_err(|e| e.to_string())
+    serve_with(listener, state, limits)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn shutdown_signal() {

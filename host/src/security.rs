@@ -1,21 +1,28 @@
 //! Secure defaults: `Host` and `Origin` checks (DNS rebinding, cross-site
-//! requests), the token (Bearer header or HttpOnly cookie), and the landing
-//! step that trades `/?token=` for the cookie.
+//! requests), the token (Bearer header or HttpOnly cookie), the landing
+//! step that trades `/?token=` for the cookie, the throttle of wrong tokens,
+//! and the rule a given token must follow.
 
 use crate::error::ApiError;
 use crate::state::AppState;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
+use url::form_urlencoded;
 
-/// The name of the cookie that carries the token for this host's port
+/// The name of the cookie that authenticates the page on this host's port
 /// (cookies are shared across ports, so two hosts must not overwrite each other's).
 pub fn cookie_name(port: u16) -> String {
-    format!("ask_user_token_{port}")
+    format!("ask_user_auth_{port}")
 }
 
 /// Compares in constant time (the length is not secret).
@@ -125,25 +132,75 @@ pub async fn check_host_and_origin(
     next.run(request).await
 }
 
-/// Whether the request presents the token (Bearer header or this host's cookie).
-pub fn authorized(headers: &HeaderMap, token: &str, port: u16) -> bool {
-    let bearer = headers
+/// What a request presents as credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Presented {
+    /// The token (Bearer, or `?token=` on an event stream) or this run's cookie.
+    Valid,
+    /// Something that is not: a wrong Bearer token, cookie or `?token=`.
+    Wrong,
+    /// Nothing at all (not a guess, so never throttled).
+    Nothing,
+}
+
+/// What `headers` (and, for an event stream, the query) present, checked
+/// against `state`'s token and cookie.
+pub fn presented(
+    state: &AppState,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> Presented {
+    let config = state.config();
+    let guard = state.guard();
+    let mut wrong = false;
+    for presented in headers
         .get_all(AUTHORIZATION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .filter_map(|v| v.strip_prefix("Bearer "))
-        .any(|presented| token_matches(token, presented.trim()));
-    if bearer {
-        return true;
+    {
+        if token_matches(&config.token, presented.trim()) {
+            return Presented::Valid;
+        }
+        wrong = true;
     }
-    let name = cookie_name(port);
-    headers
+    let name = cookie_name(config.port);
+    for (_, value) in headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .any(|(k, v)| k == name && token_matches(token, v))
+        .filter(|(k, _)| *k == name)
+    {
+        if token_matches(guard.cookie_value(), value) {
+            return Presented::Valid;
+        }
+        wrong = true;
+    }
+    if let Some(presented) = events_query_token(method, uri) {
+        if token_matches(&config.token, &presented) {
+            return Presented::Valid;
+        }
+        wrong = true;
+    }
+    if wrong {
+        Presented::Wrong
+    } else {
+        Presented::Nothing
+    }
+}
+
+/// Whether the request presents valid credentials (what the accept loop
+/// asks to tell the page's and agents' connections from an attacker's).
+pub fn presents_credentials(
+    state: &AppState,
+    method: &Method,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+) -> bool {
+    presented(state, method, uri, headers) == Presented::Valid
 }
 
 /// The `?token=` of a `GET …/events` request, percent-decoded. `EventSource`
@@ -164,80 +221,314 @@ pub fn events_query_token(method: &Method, uri: &axum::http::Uri) -> Option<Stri
         .token
 }
 
-/// Refuses (401) an `/api` request without the token.
+/// The peer's address as the accept loop recorded it (none in-process, e.g.
+/// a router driven without a socket: those share one throttle).
+fn peer_of(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip())
+}
+
+/// Checks a request's credentials, throttling wrong ones per peer (see
+/// [`Guard`]).
+fn authenticate(
+    state: &AppState,
+    peer: IpAddr,
+    presented: impl FnOnce() -> Presented,
+) -> Result<(), ApiError> {
+    let guard = state.guard();
+    let now = Instant::now();
+    // A remote peer has an address of its own, so a throttled one is refused
+    // before its guess is even looked at. Local processes all share the
+    // loopback address: refusing the right token there would let any of them
+    // lock the page and the agents out, so the token is still checked.
+    if !peer.is_loopback()
+        && let Some(wait) = guard.throttled(peer, now)
+    {
+        return Err(ApiError::AuthThrottled {
+            retry_after_secs: wait,
+        });
+    }
+    match presented() {
+        Presented::Valid => Ok(()),
+        Presented::Nothing => Err(ApiError::Unauthorized),
+        Presented::Wrong => match guard.record_failure(peer, now) {
+            Ok(()) => Err(ApiError::Unauthorized),
+            Err(wait) => Err(ApiError::AuthThrottled {
+                retry_after_secs: wait,
+            }),
+        },
+    }
+}
+
+/// Refuses (401) an `/api` request without the token; 429
+/// `TOO_MANY_AUTH_FAILURES` once its peer presented too many wrong ones.
 pub async fn require_token(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
-    let config = state.config();
-    let allowed = authorized(request.headers(), &config.token, config.port)
-        || events_query_token(request.method(), request.uri())
-            .is_some_and(|presented| token_matches(&config.token, &presented));
-    if allowed {
-        next.run(request).await
-    } else {
-        ApiError::Unauthorized.into_response()
+    let peer = peer_of(&request);
+    let checked = authenticate(&state, peer, || {
+        presented(&state, request.method(), request.uri(), request.headers())
+    });
+    match checked {
+        Ok(()) => next.run(request).await,
+        Err(error) => error.into_response(),
     }
 }
 
 /// The landing step: `GET /?token=...` with the right token sets the HttpOnly
-/// SameSite=Strict cookie and redirects to the same path without the query,
-/// so the token leaves the address bar; a wrong token is 401.
+/// SameSite=Strict cookie (an HMAC of the token under this run's key, never
+/// the token) and redirects to the same path on this host without the token,
+/// so the token leaves the address bar; a wrong token is 401 (throttled like
+/// any wrong token).
 pub async fn token_landing(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
     let presented = (request.method() == Method::GET)
-        .then(|| request.uri().query())
-        .flatten()
-        .and_then(|query| {
-            query
-                .split('&')
-                .filter_map(|pair| pair.split_once('='))
-                .find(|(k, _)| *k == "token")
-                .map(|(_, v)| v.to_owned())
-        });
+        .then(|| landing_token(request.uri()))
+        .flatten();
     let Some(presented) = presented else {
         return next.run(request).await;
     };
     let config = state.config();
-    if !token_matches(&config.token, &presented) {
-        return ApiError::Unauthorized.into_response();
+    let checked = authenticate(&state, peer_of(&request), || {
+        if token_matches(&config.token, &presented) {
+            Presented::Valid
+        } else {
+            Presented::Wrong
+        }
+    });
+    if let Err(error) = checked {
+        return error.into_response();
     }
     let cookie = format!(
         "{}={}; HttpOnly; SameSite=Strict; Path=/",
         cookie_name(config.port),
-        config.token
+        state.guard().cookie_value()
     );
     let location = landing_location(request.uri());
-    let path = location.as_str();
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
-    if let (Ok(cookie), Ok(location)) =
-        (HeaderValue::from_str(&cookie), HeaderValue::from_str(path))
-    {
+    if let (Ok(cookie), Ok(location)) = (
+        HeaderValue::from_str(&cookie),
+        HeaderValue::from_str(&location),
+    ) {
         headers.insert(SET_COOKIE, cookie);
         headers.insert(LOCATION, location);
     }
     response
 }
 
+/// The `token` parameter of a query, percent-decoded.
+fn landing_token(uri: &axum::http::Uri) -> Option<String> {
+    form_urlencoded::parse(uri.query()?.as_bytes())
+        .find(|(key, _)| key == "token")
+        .map(|(_, value)| value.into_owned())
+}
+
 /// Where `/?token=...` redirects: the same path and query less the token, so
-/// the token leaves the address bar and `?session=` survives.
+/// the token leaves the address bar and `?session=` survives. Always a path
+/// on this host: leading slashes (and backslashes, which browsers read as
+/// slashes) collapse to one, so `//evil.example/` cannot become a
+/// scheme-relative URL.
 fn landing_location(uri: &axum::http::Uri) -> String {
-    let kept: Vec<&str> = uri
-        .query()
-        .unwrap_or_default()
-        .split('&')
-        .filter(|pair| !pair.is_empty() && pair.split('=').next() != Some("token"))
-        .collect();
+    let path = format!("/{}", uri.path().trim_start_matches(['/', '\\']));
+    let kept: Vec<(String, String)> =
+        form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+            .filter(|(key, _)| key != "token")
+            .map(|(key, value)| (key.into_owned(), value.into_owned()))
+            .collect();
     if kept.is_empty() {
-        uri.path().to_owned()
-    } else {
-        format!("{}?{}", uri.path(), kept.join("&"))
+        return path;
     }
+    let query = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(kept)
+        .finish();
+    format!("{path}?{query}")
+}
+
+/// A burst of this many wrong tokens from one peer is answered 401 ...
+pub const FAILURE_BURST: u32 = 20;
+/// ... and after it, this many per second; the rest get 429.
+pub const FAILURES_PER_SECOND: u32 = 5;
+/// Wrong tokens from one peer are logged at most once per this interval, with
+/// how many there were.
+pub const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(10);
+/// At most this many peers are tracked; beyond, new peers share one budget.
+pub const MAX_TRACKED_PEERS: usize = 1024;
+
+/// The per-run secrets and the throttle of failed authentications.
+///
+/// The cookie is an HMAC-SHA256 of the token under a key drawn for this run,
+/// so a cookie that reaches another server on the same host name (cookies
+/// ignore ports) does not reveal the token, and it stops working when the
+/// host restarts.
+///
+/// Wrong credentials are throttled per peer address (IPv6 per /64): a burst of
+/// [`FAILURE_BURST`], then [`FAILURES_PER_SECOND`]; beyond that the answer is
+/// 429 `TOO_MANY_AUTH_FAILURES` with `Retry-After`. Missing credentials are no
+/// guess and are not counted.
+pub struct Guard {
+    cookie: String,
+    failures: Mutex<HashMap<IpAddr, Bucket>>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    updated: Instant,
+    unlogged: u64,
+    logged: Option<Instant>,
+}
+
+impl Bucket {
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
+        self.tokens =
+            (self.tokens + elapsed * f64::from(FAILURES_PER_SECOND)).min(f64::from(FAILURE_BURST));
+        self.updated = now;
+    }
+
+    /// Whole seconds until the next wrong token would be let through.
+    fn wait(&self) -> u64 {
+        let missing = (1.0 - self.tokens).max(0.0);
+        ((missing / f64::from(FAILURES_PER_SECOND)).ceil() as u64).max(1)
+    }
+}
+
+impl Guard {
+    /// The guard for a run with `token`: a fresh cookie key.
+    pub fn new(token: &str) -> Self {
+        let key: [u8; 32] = rand::random();
+        Self {
+            cookie: cookie_value(&key, token),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cookie value this run sets and accepts.
+    pub fn cookie_value(&self) -> &str {
+        &self.cookie
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Bucket>> {
+        self.failures.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// When `peer` has no wrong token left in its budget: the seconds to wait.
+    pub fn throttled(&self, peer: IpAddr, now: Instant) -> Option<u64> {
+        let mut table = self.table();
+        let bucket = table.get_mut(&peer_key(peer))?;
+        bucket.refill(now);
+        (bucket.tokens < 1.0).then(|| bucket.wait())
+    }
+
+    /// Counts a wrong token from `peer`: `Err(seconds to wait)` when its budget
+    /// was already spent. Logs the peer's failures once per interval.
+    pub fn record_failure(&self, peer: IpAddr, now: Instant) -> Result<(), u64> {
+        let mut table = self.table();
+        let mut key = peer_key(peer);
+        if !table.contains_key(&key) && table.len() >= MAX_TRACKED_PEERS {
+            // Forget the peers whose budget is whole again; if none, the new
+            // peer shares the overflow budget.
+            table.retain(|_, bucket| {
+                bucket.refill(now);
+                bucket.tokens < f64::from(FAILURE_BURST)
+            });
+            if table.len() >= MAX_TRACKED_PEERS {
+                key = IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+            }
+        }
+        let bucket = table.entry(key).or_insert(Bucket {
+            tokens: f64::from(FAILURE_BURST),
+            updated: now,
+            unlogged: 0,
+            logged: None,
+        });
+        bucket.refill(now);
+        bucket.unlogged += 1;
+        if bucket
+            .logged
+            .is_none_or(|at| now.saturating_duration_since(at) >= FAILURE_LOG_INTERVAL)
+        {
+            tracing::warn!(
+                peer = %key,
+                failures = bucket.unlogged,
+                "wrong token presented (counting failures from this address, logged at most every {} s)",
+                FAILURE_LOG_INTERVAL.as_secs()
+            );
+            bucket.unlogged = 0;
+            bucket.logged = Some(now);
+        }
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(bucket.wait())
+        }
+    }
+}
+
+/// The throttle's key for a peer: the address, IPv4-mapped IPv6 as IPv4, and
+/// other IPv6 addresses by their /64 (one host's usual share).
+fn peer_key(peer: IpAddr) -> IpAddr {
+    match peer.to_canonical() {
+        IpAddr::V6(v6) if !v6.is_loopback() => {
+            let mut segments = v6.segments();
+            segments[4..].fill(0);
+            IpAddr::V6(Ipv6Addr::from(segments))
+        }
+        other => other,
+    }
+}
+
+/// HMAC-SHA256 of `token` under `key`, as 64 hex digits.
+fn cookie_value(key: &[u8], token: &str) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(b"ask-user cookie\0");
+    mac.update(token.as_bytes());
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// The fewest characters a given token may have: 22 characters of the 66
+/// allowed carry at least 128 bits, as much as the random default.
+pub const MIN_TOKEN_CHARS: usize = 22;
+
+/// Checks a token given with `--token`, `--token-file` or `ASK_USER_TOKEN`:
+/// at least [`MIN_TOKEN_CHARS`] characters of `A-Z a-z 0-9 - . _ ~` (which
+/// travel in a URL, a header and a cookie unchanged).
+pub fn check_token(token: &str) -> Result<(), String> {
+    if let Some(bad) = token
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "-._~".contains(*c)))
+    {
+        return Err(format!(
+            "the token holds {bad:?}; use only A-Z a-z 0-9 - . _ ~"
+        ));
+    }
+    let length = token.chars().count();
+    if length < MIN_TOKEN_CHARS {
+        return Err(format!(
+            "the token has {length} characters; use at least {MIN_TOKEN_CHARS} of A-Z a-z 0-9 - . _ ~ \
+             (128 bits; e.g. `head -c 16 /dev/urandom | xxd -p`), or give none and use the random one"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -251,6 +542,81 @@ mod tests {
         assert_eq!(at("/?session=team-a&token=abc"), "/?session=team-a");
         assert_eq!(at("/?token=abc&session=b&x=1"), "/?session=b&x=1");
         assert_eq!(at("/embed/?tokenish=1&token=abc"), "/embed/?tokenish=1");
+        assert_eq!(at("/?token=abc&note=a%20b%26c"), "/?note=a+b%26c");
+    }
+
+    #[test]
+    fn the_token_landing_only_redirects_to_a_path_on_this_host() {
+        let at = |uri: &str| landing_location(&uri.parse().unwrap());
+        assert_eq!(at("//evil.example/?token=abc"), "/evil.example/");
+        assert_eq!(at("///evil.example?token=abc&x=1"), "/evil.example?x=1");
+        assert_eq!(at("/%2F%2Fevil.example?token=abc"), "/%2F%2Fevil.example");
+    }
+
+    #[test]
+    fn a_given_token_needs_22_characters_of_the_url_safe_set() {
+        assert!(check_token(&"a".repeat(22)).is_ok());
+        assert!(check_token("0123456789abcdef0123456789abcdef").is_ok());
+        let short = check_token("s3cret").unwrap_err();
+        assert!(
+            short.contains("6 characters") && short.contains("at least 22"),
+            "{short}"
+        );
+        let spaced = check_token(&format!("{} x", "a".repeat(30))).unwrap_err();
+        assert!(spaced.contains("' '"), "{spaced}");
+        assert!(check_token("").is_err());
+    }
+
+    #[test]
+    fn the_cookie_is_an_hmac_of_the_token_under_the_runs_key() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let one = Guard::new(token);
+        let other = Guard::new(token);
+        assert_eq!(one.cookie_value().len(), 64);
+        assert!(!one.cookie_value().contains(token));
+        assert_ne!(one.cookie_value(), other.cookie_value(), "a key per run");
+        assert_eq!(cookie_value(b"k", token), cookie_value(b"k", token));
+        assert_ne!(
+            cookie_value(b"k", token),
+            cookie_value(b"k", "another-token-of-22-chars")
+        );
+    }
+
+    #[test]
+    fn wrong_tokens_are_throttled_per_peer_after_a_burst_and_let_through_again_as_time_passes() {
+        let guard = Guard::new("0123456789abcdef0123456789abcdef");
+        let start = Instant::now();
+        let attacker: IpAddr = "10.0.0.7".parse().unwrap();
+        for _ in 0..FAILURE_BURST {
+            assert_eq!(guard.record_failure(attacker, start), Ok(()));
+        }
+        assert_eq!(guard.record_failure(attacker, start), Err(1));
+        assert_eq!(guard.throttled(attacker, start), Some(1));
+        // Another peer has its own budget.
+        let other: IpAddr = "10.0.0.8".parse().unwrap();
+        assert_eq!(guard.throttled(other, start), None);
+        assert_eq!(guard.record_failure(other, start), Ok(()));
+        // A fifth of a second later, one more wrong token is let through.
+        let later = start + Duration::from_millis(1000 / u64::from(FAILURES_PER_SECOND));
+        assert_eq!(guard.throttled(attacker, later), None);
+        assert_eq!(guard.record_failure(attacker, later), Ok(()));
+        assert!(guard.record_failure(attacker, later).is_err());
+    }
+
+    #[test]
+    fn ipv6_peers_share_a_budget_per_64_and_mapped_ipv4_is_ipv4() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::2".parse().unwrap();
+        assert_eq!(peer_key(a), peer_key(b));
+        assert_ne!(peer_key(a), peer_key("2001:db8:1:3::1".parse().unwrap()));
+        assert_eq!(
+            peer_key("::ffff:10.0.0.1".parse().unwrap()),
+            "10.0.0.1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            peer_key(IpAddr::V6(Ipv6Addr::LOCALHOST)),
+            IpAddr::V6(Ipv6Addr::LOCALHOST)
+        );
     }
 
     #[test]

@@ -83,6 +83,7 @@ struct Inner {
     registration: Mutex<Option<Registration>>,
     capacity: Arc<Semaphore>,
     shutdown: CancellationToken,
+    guard: crate::security::Guard,
 }
 
 /// Everything the routes share; cheap to clone.
@@ -121,6 +122,7 @@ impl AppState {
                 capacity: Arc::new(Semaphore::new(
                     config.max_pending.min(Semaphore::MAX_PERMITS),
                 )),
+                guard: crate::security::Guard::new(&config.token),
                 config,
                 store,
                 interaction,
@@ -133,6 +135,11 @@ impl AppState {
     /// The configuration.
     pub fn config(&self) -> &HostConfig {
         &self.inner.config
+    }
+
+    /// This run's cookie and the throttle of wrong tokens.
+    pub fn guard(&self) -> &crate::security::Guard {
+        &self.inner.guard
     }
 
     /// The pending table.

@@ -12,7 +12,7 @@ use tokio::process::Command;
 /// A hang guard, not a timing assertion.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-const TOKEN: &str = "cli-test-token";
+const TOKEN: &str = "cli-test-token-0123456789abcdef";
 
 async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
     tokio::time::timeout(PATIENCE, future)

@@ -1,10 +1,11 @@
-//! `ask-user serve` as a process: the one URL line, the token, and a graceful
-//! SIGTERM that resolves pending asks before the process exits.
+//! `ask-user serve` as a process: the one URL line, the token (its sources and
+//! the rule it must follow), and a graceful SIGTERM that resolves pending asks
+//! before the process exits.
 
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -17,7 +18,17 @@ async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
 struct Served {
     child: Child,
     stdout: BufReader<ChildStdout>,
+    stderr: ChildStderr,
     url: String,
+}
+
+impl Served {
+    /// What the host logged, once it has exited.
+    async fn logs_after_exit(&mut self) -> String {
+        let mut logs = String::new();
+        self.stderr.read_to_string(&mut logs).await.unwrap();
+        logs
+    }
 }
 
 async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
@@ -29,13 +40,14 @@ async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
         .env_remove("ASK_USER_TOKEN")
         .env_remove("ASK_USER_ADDR")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true);
     for (key, value) in env {
         command.env(key, value);
     }
     let mut child = command.spawn().expect("start ask-user serve");
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let stderr = child.stderr.take().unwrap();
     let mut url = String::new();
     within("the URL line", stdout.read_line(&mut url))
         .await
@@ -43,6 +55,7 @@ async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
     Served {
         child,
         stdout,
+        stderr,
         url: url.trim_end().to_owned(),
     }
 }
@@ -104,33 +117,105 @@ async fn serve_prints_one_url_line_with_the_bound_port_and_a_random_token_then_e
     terminate(&mut other).await;
 }
 
+const LONG_TOKEN: &str = "a-token-of-28-characters-xyz";
+
 #[tokio::test]
-async fn the_token_comes_from_the_flag_or_the_environment() {
-    let mut flagged = serve(&["--token", "from-flag"], &[]).await;
+async fn the_token_comes_from_a_file_the_environment_or_the_flag_which_warns_that_others_can_read_it()
+ {
+    let file = std::env::temp_dir().join(format!("ask-user-serve-cli-{}", std::process::id()));
+    std::fs::write(&file, "from-file-0123456789abcdef\n").unwrap();
+    let mut from_file = serve(&["--token-file", file.to_str().unwrap()], &[]).await;
     assert!(
-        flagged.url.ends_with("/?token=from-flag"),
+        from_file
+            .url
+            .ends_with("/?token=from-file-0123456789abcdef"),
         "{}",
-        flagged.url
+        from_file.url
     );
-    terminate(&mut flagged).await;
-    let mut from_env = serve(&[], &[("ASK_USER_TOKEN", "from-env")]).await;
+    terminate(&mut from_file).await;
+    std::fs::remove_file(&file).ok();
+
+    let mut from_env = serve(&[], &[("ASK_USER_TOKEN", LONG_TOKEN)]).await;
     assert!(
-        from_env.url.ends_with("/?token=from-env"),
+        from_env.url.ends_with(&format!("/?token={LONG_TOKEN}")),
         "{}",
         from_env.url
     );
     terminate(&mut from_env).await;
+    let quiet = from_env.logs_after_exit().await;
+    assert!(!quiet.contains("every local user can read it"), "{quiet}");
+
+    let mut flagged = serve(&["--token", LONG_TOKEN], &[]).await;
+    assert!(
+        flagged.url.ends_with(&format!("/?token={LONG_TOKEN}")),
+        "{}",
+        flagged.url
+    );
+    terminate(&mut flagged).await;
+    let warned = flagged.logs_after_exit().await;
+    assert!(
+        warned.contains("every local user can read it") && warned.contains("--token-file"),
+        "{warned}"
+    );
+    assert!(
+        !warned.contains(LONG_TOKEN),
+        "the token is never logged: {warned}"
+    );
+}
+
+#[tokio::test]
+async fn a_token_shorter_than_128_bits_is_refused_at_start_whatever_its_source() {
+    let file =
+        std::env::temp_dir().join(format!("ask-user-serve-cli-short-{}", std::process::id()));
+    std::fs::write(&file, "s3cret\n").unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    let sources: [(&[&str], Option<&str>, &str); 3] = [
+        (&["--token", "s3cret"], None, "--token / ASK_USER_TOKEN"),
+        (&[], Some("s3cret"), "--token / ASK_USER_TOKEN"),
+        (&["--token-file", &file], None, "--token-file"),
+    ];
+    for (args, env, named) in sources {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_ask-user"));
+        command
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("ASK_USER_TOKEN");
+        if let Some(token) = env {
+            command.env("ASK_USER_TOKEN", token);
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(output.stdout.is_empty(), "{args:?}: no URL");
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("6 characters") && stderr.contains("at least 22"),
+            "{args:?}: {stderr}"
+        );
+    }
+    std::fs::remove_file(&file).ok();
 }
 
 #[tokio::test]
 async fn a_token_that_cannot_travel_in_a_url_is_refused_at_start() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_ask-user"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--token", "has space"])
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--token",
+            "has space and is long enough",
+        ])
+        .env_remove("ASK_USER_TOKEN")
         .output()
         .unwrap();
     assert!(!output.status.success());
     assert!(output.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--token"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--token") && stderr.contains("' '"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

@@ -3,9 +3,10 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::browser::PATIENCE;
 
@@ -47,12 +48,33 @@ impl HostProcess {
     /// Starts `ask-user serve --addr 127.0.0.1:0 --dist <dist> <extra...>`
     /// and waits for the URL line.
     pub fn start(dist: &Path, extra: &[&str]) -> Result<Self, HostError> {
+        Self::start_limited(dist, extra, None)
+    }
+
+    /// [`HostProcess::start`] with the host's descriptor limit (soft and hard)
+    /// set to `descriptors` first, as `ulimit -n` would (through `sh`, which
+    /// then execs the host, so the child is the host itself).
+    pub fn start_limited(
+        dist: &Path,
+        extra: &[&str],
+        descriptors: Option<u32>,
+    ) -> Result<Self, HostError> {
         let path = host_binary();
         if !path.is_file() {
             return Err(HostError::NoBinary(path));
         }
+        let mut command = match descriptors {
+            Some(limit) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(&path);
+                sh
+            }
+            None => Command::new(&path),
+        };
         // Port 0: the host binds a free port and prints it, so no race with other tests.
-        let mut child = Command::new(&path)
+        let mut child = command
             .args(["serve", "--addr", "127.0.0.1:0", "--dist"])
             .arg(dist)
             .args(extra)
@@ -123,6 +145,48 @@ impl HostProcess {
     /// Everything the host wrote to stderr so far (its logs).
     pub fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// The host's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process still runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends SIGTERM (through `kill`, as a service manager would) and waits
+    /// up to `patience` for the exit; `None` if it is still running then.
+    pub fn terminate(&mut self, patience: Duration) -> Option<ExitStatus> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -TERM {}", self.pid());
+        let deadline = Instant::now() + patience;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The host's resident set (`VmRSS` in `/proc/<pid>/status`), in KiB.
+    pub fn vm_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
     }
 }
 

@@ -103,3 +103,42 @@ async fn the_demo_agent_says_so_when_the_person_cancels() {
         (Role::Agent, CANCELLED_REPLY)
     );
 }
+
+#[tokio::test]
+async fn messages_sent_while_the_demo_agent_waits_for_answers_start_no_rounds_of_their_own() {
+    let host = TestHost::start_with(|config| config.demo = true).await;
+    let mut events = host.events("default").await;
+    events.replay().await;
+
+    let asked = start_turn(&host, &mut events, "First").await;
+    for text in ["Second", "Third", "Fourth"] {
+        let (status, body) = host
+            .post(
+                "/api/sessions/default/messages",
+                json!({ "text": text }).to_string(),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let mine = message(&mut events).await;
+        assert_eq!((mine.role, mine.text.as_str()), (Role::User, text));
+    }
+    let answer = json!({"answers": [
+        {"id": "approach", "selected": ["Plan first"]},
+        {"id": "focus", "selected": ["Docs"]},
+        {"id": "notes"}
+    ]});
+    let (status, body) = host.answer("default", &asked.id, &answer).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    events.resolved().await;
+    let summary = message(&mut events).await;
+    assert!(
+        summary.text.starts_with(SUMMARY_HEADING),
+        "{}",
+        summary.text
+    );
+
+    // The three messages sent meanwhile were skipped: the next event after the
+    // summary is the person's next message, which starts the next round.
+    let again = start_turn(&host, &mut events, "Fifth").await;
+    assert_eq!(host.pending_ids("default").await, vec![again.id]);
+}

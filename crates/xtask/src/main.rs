@@ -1,10 +1,12 @@
-//! Project automation for ask-user: `cargo xtask run`, `cargo xtask test`, `cargo xtask bench`.
+//! Project automation for ask-user: `cargo xtask run`, `cargo xtask test`, `cargo xtask bench`,
+//! `cargo xtask soak`.
 //!
 //! Std-only on purpose, so `cargo xtask` compiles in seconds and a second run
 //! starts at once. Every tool it needs is installed on first use (see `tools`).
 
 mod embed;
 mod exec;
+mod soak;
 mod summary;
 mod tools;
 
@@ -47,12 +49,13 @@ fn main() -> ExitCode {
         "test" => test(&ctx, rest),
         "bench" => bench(&ctx, rest),
         embed::SUBCOMMAND if rest.is_empty() => embed::build(&ctx),
+        soak::SUBCOMMAND => soak::run(&ctx, rest),
         "help" | "-h" | "--help" => {
-            println!("{USAGE}");
+            println!("{USAGE}\n{}", soak::USAGE);
             Ok(())
         }
         _ => {
-            eprintln!("{USAGE}");
+            eprintln!("{USAGE}\n{}", soak::USAGE);
             return ExitCode::from(2);
         }
     };

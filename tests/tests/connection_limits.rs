@@ -1,0 +1,175 @@
+//! The accept loop's limits in-process, with short timeouts and a small cap:
+//! silent and trickling connections are closed, and at the cap a connection
+//! without the token makes room while connections with it stay.
+
+use ask_user_host::server::Limits;
+use ask_user_host::{AppState, HostConfig, random_token, serve_with};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A hang guard, not a timing assertion.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
+    tokio::time::timeout(PATIENCE, future)
+        .await
+        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
+}
+
+struct Host {
+    addr: String,
+    token: String,
+}
+
+async fn start(limits: Limits) -> Host {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let token = random_token();
+    let state = AppState::new(HostConfig::new(token.clone(), port));
+    tokio::spawn(serve_with(listener, state, limits));
+    Host {
+        addr: format!("127.0.0.1:{port}"),
+        token,
+    }
+}
+
+fn limits(max_connections: usize, idle: Duration, header: Duration) -> Limits {
+    Limits {
+        max_connections,
+        idle_timeout: idle,
+        header_read_timeout: header,
+        ..Limits::default()
+    }
+}
+
+/// Sends `GET path` on `socket` (keep-alive) and returns the status code.
+async fn get(socket: &mut TcpStream, path: &str, token: Option<&str>) -> u16 {
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    socket
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        let read = within("a response head", socket.read(&mut byte))
+            .await
+            .unwrap();
+        assert_eq!(read, 1, "the connection closed before a response");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8(head).unwrap();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")
+                .map(|v| v.trim().parse().unwrap())
+        })
+        .expect("a Content-Length");
+    let mut body = vec![0u8; length];
+    within("a response body", socket.read_exact(&mut body))
+        .await
+        .unwrap();
+    head[9..12].parse().unwrap()
+}
+
+/// Waits until the host closes `socket` (reading nothing more than `allowed`).
+async fn closed_by_host(socket: &mut TcpStream, what: &str) {
+    let mut rest = Vec::new();
+    let read = within(what, socket.read_to_end(&mut rest)).await;
+    assert!(
+        read.is_err() || rest.is_empty() || rest.starts_with(b"HTTP/1.1 408"),
+        "{what}: {}",
+        String::from_utf8_lossy(&rest)
+    );
+}
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_after_the_idle_timeout() {
+    let host = start(limits(
+        64,
+        Duration::from_millis(200),
+        Duration::from_secs(30),
+    ))
+    .await;
+    let mut silent = TcpStream::connect(&host.addr).await.unwrap();
+    closed_by_host(&mut silent, "the silent connection to be closed").await;
+    // A connection that speaks at once is served.
+    let mut prompt = TcpStream::connect(&host.addr).await.unwrap();
+    assert_eq!(get(&mut prompt, "/api/health", None).await, 200);
+}
+
+#[tokio::test]
+async fn a_request_head_that_trickles_is_closed_after_the_header_read_timeout() {
+    let host = start(limits(
+        64,
+        Duration::from_secs(30),
+        Duration::from_millis(300),
+    ))
+    .await;
+    let mut slow = TcpStream::connect(&host.addr).await.unwrap();
+    let trickle = async {
+        for byte in b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "
+            .iter()
+            .cycle()
+        {
+            if slow.write_all(&[*byte]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    within("the trickling connection to be closed", trickle).await;
+    closed_by_host(&mut slow, "the trickling connection to end").await;
+}
+
+#[tokio::test]
+async fn at_the_cap_a_connection_without_the_token_makes_room_and_connections_with_it_stay() {
+    let host = start(limits(3, Duration::from_secs(30), Duration::from_secs(30))).await;
+    let token = Some(host.token.as_str());
+    let mut agent = TcpStream::connect(&host.addr).await.unwrap();
+    assert_eq!(
+        get(&mut agent, "/api/sessions/s/questions", token).await,
+        200
+    );
+    let mut oldest = TcpStream::connect(&host.addr).await.unwrap();
+    let mut younger = TcpStream::connect(&host.addr).await.unwrap();
+    // A health check (no token) on the younger one: served, but no token.
+    assert_eq!(get(&mut younger, "/api/health", None).await, 200);
+
+    // The fourth connection replaces the oldest one without the token.
+    let mut page = TcpStream::connect(&host.addr).await.unwrap();
+    closed_by_host(
+        &mut oldest,
+        "the oldest connection without the token to be closed",
+    )
+    .await;
+    assert_eq!(
+        get(&mut page, "/api/sessions/s/questions", token).await,
+        200
+    );
+    assert_eq!(
+        get(&mut agent, "/api/sessions/s/questions", token).await,
+        200
+    );
+
+    // The fifth replaces the younger one; then all three presented the token ...
+    let mut third = TcpStream::connect(&host.addr).await.unwrap();
+    closed_by_host(
+        &mut younger,
+        "the younger connection without the token to be closed",
+    )
+    .await;
+    assert_eq!(
+        get(&mut third, "/api/sessions/s/questions", token).await,
+        200
+    );
+    // ... so a sixth is refused, and they all keep working.
+    let mut refused = TcpStream::connect(&host.addr).await.unwrap();
+    closed_by_host(&mut refused, "the connection over the cap to be refused").await;
+    for socket in [&mut agent, &mut page, &mut third] {
+        assert_eq!(get(socket, "/api/sessions/s/questions", token).await, 200);
+    }
+}
