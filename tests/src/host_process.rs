@@ -1,5 +1,6 @@
-//! The real host as a child process: `ask-user serve --addr 127.0.0.1:0 --dist DIR`,
-//! with the URL (and session token) read from the line it prints on start.
+//! The real host as a child process: `ask-user serve --addr 127.0.0.1:0
+//! [--dist DIR]`, with the URL (and session token) read from the line it prints
+//! on start.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -47,15 +48,32 @@ impl HostProcess {
     /// Starts `ask-user serve --addr 127.0.0.1:0 --dist <dist> <extra...>`
     /// and waits for the URL line.
     pub fn start(dist: &Path, extra: &[&str]) -> Result<Self, HostError> {
+        let mut args = vec![std::ffi::OsStr::new("--dist"), dist.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        Self::spawn(&args, None)
+    }
+
+    /// Starts `ask-user serve --addr 127.0.0.1:0 <extra...>` in the folder
+    /// `cwd`, without `--dist`: the page it serves is the one built into the
+    /// binary (if any).
+    pub fn start_in(cwd: &Path, extra: &[&str]) -> Result<Self, HostError> {
+        let args: Vec<&std::ffi::OsStr> = extra.iter().map(std::ffi::OsStr::new).collect();
+        Self::spawn(&args, Some(cwd))
+    }
+
+    fn spawn(args: &[&std::ffi::OsStr], cwd: Option<&Path>) -> Result<Self, HostError> {
         let path = host_binary();
         if !path.is_file() {
             return Err(HostError::NoBinary(path));
         }
+        let mut command = Command::new(&path);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
         // Port 0: the host binds a free port and prints it, so no race with other tests.
-        let mut child = Command::new(&path)
-            .args(["serve", "--addr", "127.0.0.1:0", "--dist"])
-            .arg(dist)
-            .args(extra)
+        let mut child = command
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
