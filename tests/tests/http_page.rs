@@ -68,10 +68,7 @@ async fn host_for(dist: &Dist) -> TestHost {
     TestHost::start_with(move |config| config.dist = Some(dir)).await
 }
 
-fn header<'a>(
-    response: &'a reqwest::Response,
-    name: impl reqwest::header::AsHeaderName,
-) -> &'a str {
+fn header(response: &reqwest::Response, name: impl reqwest::header::AsHeaderName) -> &str {
     response
         .headers()
         .get(name)
