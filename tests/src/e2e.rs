@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::browser::{Browser, e2e_dist};
+use crate::browser::{Browser, Cdp, e2e_dist};
 use crate::host_process::HostProcess;
 
 /// How long a wait for the page or the agent may take before the test fails
@@ -612,31 +612,6 @@ impl E2e {
 
 fn screenshot_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ask-user-e2e-{name}.png"))
-}
-
-/// chromedriver's CDP passthrough (`goog/cdp/execute`).
-#[derive(Debug)]
-struct Cdp {
-    cmd: &'static str,
-    params: Value,
-}
-
-impl WebDriverCompatibleCommand for Cdp {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/goog/cdp/execute",
-            session_id.unwrap_or_default()
-        ))
-    }
-
-    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
-        let body = json!({ "cmd": self.cmd, "params": self.params });
-        (http::Method::POST, Some(body.to_string()))
-    }
 }
 
 /// W3C `GET /session/{id}/element/{id}/{what}` for `computedlabel` and

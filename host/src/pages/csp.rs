@@ -19,8 +19,15 @@ base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 /// The policy for the HTML document `html`: [`BASE_POLICY`] plus the hash of
 /// each of its inline scripts and style elements.
 pub fn policy_for_html(html: &[u8]) -> String {
-    let scripts = hashes(html, "script");
-    let styles = hashes(html, "style");
+    let inline = inline_elements(html);
+    let hashes = |kind: Kind| -> String {
+        inline
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, content)| format!(" 'sha256-{}'", STANDARD.encode(Sha256::digest(content))))
+            .collect()
+    };
+    let (scripts, styles) = (hashes(Kind::Script), hashes(Kind::Style));
     format!(
         "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'{scripts}; \
          style-src 'self'{styles}; img-src 'self' data:; font-src 'self'; connect-src 'self'; \
@@ -28,45 +35,71 @@ pub fn policy_for_html(html: &[u8]) -> String {
     )
 }
 
-/// ` 'sha256-…'` for each inline `<tag>` element (one without `src`).
-fn hashes(html: &[u8], tag: &str) -> String {
-    inline_contents(html, tag)
-        .into_iter()
-        .map(|content| format!(" 'sha256-{}'", STANDARD.encode(Sha256::digest(content))))
-        .collect()
+/// An element whose inline text the policy must allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Script,
+    Style,
 }
 
-/// The text of each `<tag …>text</tag>` without a `src` attribute, with line
-/// breaks normalised as the HTML parser does before the browser hashes it.
-fn inline_contents(html: &[u8], tag: &str) -> Vec<Vec<u8>> {
+/// The text of each inline `<script>` (one without `src`) and `<style>`, in
+/// document order, with line breaks normalised as the HTML parser does before
+/// the browser hashes it. Comments are skipped, and a script's or style's text
+/// is raw (a `<style>` inside a script is text, not an element).
+fn inline_elements(html: &[u8]) -> Vec<(Kind, Vec<u8>)> {
     let lower = html.to_ascii_lowercase();
-    let open = format!("<{tag}");
-    let close = format!("</{tag}");
     let mut found = Vec::new();
     let mut at = 0;
-    while let Some(start) = find(&lower[at..], open.as_bytes()).map(|i| at + i) {
-        let after_name = start + open.len();
-        // `<scripts>` or `<style-x>` are other elements.
-        if !lower
-            .get(after_name)
-            .is_some_and(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/')
-        {
-            at = after_name;
+    while let Some(open) = lower[at..].iter().position(|&b| b == b'<').map(|i| at + i) {
+        let rest = &lower[open..];
+        if rest.starts_with(b"<!--") {
+            match find(&lower[open + 4..], b"-->") {
+                Some(end) => at = open + 4 + end + 3,
+                None => break,
+            }
             continue;
         }
-        let Some(tag_end) = find(&lower[after_name..], b">").map(|i| after_name + i) else {
+        let kind = [(Kind::Script, &b"script"[..]), (Kind::Style, &b"style"[..])]
+            .into_iter()
+            .find(|(_, name)| {
+                rest[1..].starts_with(name)
+                    && rest
+                        .get(1 + name.len())
+                        .is_some_and(|b| b.is_ascii_whitespace() || *b == b'>' || *b == b'/')
+            });
+        let Some((kind, name)) = kind else {
+            at = open + 1;
+            continue;
+        };
+        let Some(tag_end) = open_tag_end(&lower, open + 1 + name.len()) else {
             break;
         };
-        let attributes = &lower[after_name..tag_end];
-        let Some(end) = find(&lower[tag_end..], close.as_bytes()).map(|i| tag_end + i) else {
+        let close = [b"</".as_slice(), name].concat();
+        let Some(end) = find(&lower[tag_end + 1..], &close).map(|i| tag_end + 1 + i) else {
             break;
         };
-        if !has_attribute(attributes, b"src") {
-            found.push(normalise_newlines(&html[tag_end + 1..end]));
+        let attributes = &lower[open + 1 + name.len()..tag_end];
+        if kind == Kind::Style || !has_attribute(attributes, b"src") {
+            found.push((kind, normalise_newlines(&html[tag_end + 1..end])));
         }
         at = end + close.len();
     }
     found
+}
+
+/// The index of the `>` that ends an open tag whose attributes start at
+/// `from`, skipping quoted attribute values.
+fn open_tag_end(html: &[u8], from: usize) -> Option<usize> {
+    let mut quote = None;
+    for (i, &b) in html.iter().enumerate().skip(from) {
+        match (quote, b) {
+            (None, b'"' | b'\'') => quote = Some(b),
+            (Some(q), _) if b == q => quote = None,
+            (None, b'>') => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn has_attribute(attributes: &[u8], name: &[u8]) -> bool {
@@ -131,8 +164,11 @@ mod tests {
         let html = "<SCRIPT src=\"/a.js\"></SCRIPT><script\ttype=module>b()</script>\
                     <style>p{color:red}</style><scripts>x</scripts>";
         assert_eq!(
-            inline_contents(html.as_bytes(), "script"),
-            vec![b"b()".to_vec()]
+            inline_elements(html.as_bytes()),
+            vec![
+                (Kind::Script, b"b()".to_vec()),
+                (Kind::Style, b"p{color:red}".to_vec())
+            ]
         );
         let policy = policy_for_html(html.as_bytes());
         assert!(policy.contains(&sha("p{color:red}")));
@@ -142,8 +178,21 @@ mod tests {
     #[test]
     fn line_breaks_are_hashed_as_the_browser_sees_them() {
         assert_eq!(
-            inline_contents(b"<script>a\r\nb\rc</script>", "script"),
-            vec![b"a\nb\nc".to_vec()]
+            inline_elements(b"<script>a\r\nb\rc</script>"),
+            vec![(Kind::Script, b"a\nb\nc".to_vec())]
+        );
+    }
+
+    #[test]
+    fn comments_are_skipped_and_a_scripts_text_is_raw() {
+        let html = "<!-- a <style> element, a <script> --><script>x = '<style>';</script>\
+                    <link href=\"a>b\"><style media=\"a>b\">q{}</style>";
+        assert_eq!(
+            inline_elements(html.as_bytes()),
+            vec![
+                (Kind::Script, b"x = '<style>';".to_vec()),
+                (Kind::Style, b"q{}".to_vec())
+            ]
         );
     }
 
