@@ -101,7 +101,8 @@ const IDLE: &str = r#"
 const done = arguments[arguments.length - 1];
 const idle = () => {
   const box = document.querySelector('[data-auq=message-composer]');
-  return box && box.checkVisibility() && !document.querySelector('[data-auq=question-composer]');
+  const card = document.querySelector('[data-auq=question-composer]');
+  return box && box.checkVisibility() && !(card && card.checkVisibility());
 };
 if (idle()) done(true);
 else {
@@ -132,13 +133,19 @@ async fn wait_usable(browser: &Browser) -> f64 {
     loop {
         let usable = browser
             .client()
-            .execute("return window.__auqBench ? window.__auqBench.usable : null;", vec![])
+            .execute(
+                "return window.__auqBench ? window.__auqBench.usable : null;",
+                vec![],
+            )
             .await
             .expect("the page answers");
         if let Some(ms) = usable.as_f64() {
             return ms;
         }
-        assert!(Instant::now() < deadline, "the composer never became usable");
+        assert!(
+            Instant::now() < deadline,
+            "the composer never became usable"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -43,7 +43,7 @@ fn stamp(ctx: &Ctx) -> Stamp {
 
 /// `cargo xtask build-embed`: builds the embed (always) into `dist/embed/`.
 pub fn build_forced(ctx: &Ctx) -> Result<(), String> {
-    let inputs = crate::page::inputs(ctx);
+    let inputs = crate::page::inputs(ctx, crate::page::Build::Embed);
     stamp(ctx).clear();
     build(ctx)?;
     stamp(ctx).record(&inputs, &stamp::outputs(&staging(ctx), None))?;

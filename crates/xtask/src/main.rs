@@ -82,9 +82,8 @@ fn main() -> ExitCode {
 /// Builds the page and the embed unless they are up to date.
 fn ensure_page(ctx: &Ctx) -> Result<(), String> {
     tools::ensure_build_tools(ctx)?;
-    let inputs = page::inputs(ctx);
-    page::ensure_page(ctx, &inputs)?;
-    embed::ensure(ctx, &inputs)
+    page::ensure_page(ctx, &page::inputs(ctx, page::Build::Page))?;
+    embed::ensure(ctx, &page::inputs(ctx, page::Build::Embed))
 }
 
 /// `cargo xtask run`: build what changed and serve the page with the demo agent.
@@ -146,7 +145,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         ctx.cargo(["fmt", "--all", "--", "--check"]),
         summary::fmt,
     );
-    let inputs = page::inputs(ctx);
+    let inputs = page::inputs(ctx, page::Build::Page);
     page::forget_page(ctx);
     let mut built = report.run(
         "Trunk release build (dist/)",

@@ -40,11 +40,19 @@ pub fn trunk_build(ctx: &Ctx) -> Command {
     command
 }
 
-/// The hash of everything the page and the embed are built from: the browser
-/// crates and their workspace dependencies (all of `crates/`), `frontend/`,
-/// `examples/`, the root build files, the pinned tools, the compiler and the
-/// build flags in the environment.
-pub fn inputs(ctx: &Ctx) -> String {
+/// Which build a hash of inputs is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    /// Trunk's page: `frontend/` and the workspace crates it can use.
+    Page,
+    /// The JavaScript embed: `crates/embed/`, the crates it uses, the example.
+    Embed,
+}
+
+/// The hash of everything `build` is made from: the workspace crates (all of
+/// `crates/` but the other build's own), its own sources, the root build
+/// files, the pinned tools, the compiler and the build flags in the environment.
+pub fn inputs(ctx: &Ctx, build: Build) -> String {
     let rustc = ctx
         .version_of(&PathBuf::from("rustc"), "-vV")
         .unwrap_or_default();
@@ -55,13 +63,31 @@ pub fn inputs(ctx: &Ctx) -> String {
         ".cargo/config.toml",
         "index.html",
         "Trunk.toml",
-        "crates",
-        "frontend",
-        "examples",
     ] {
         inputs.path(path);
     }
+    let crates = std::fs::read_dir(ctx.root.join("crates"))
+        .map(|entries| {
+            let mut names: Vec<String> = entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        })
+        .unwrap_or_default();
+    for name in crates {
+        if build == Build::Page && name == "embed" {
+            continue;
+        }
+        inputs.path(&format!("crates/{name}"));
+    }
+    match build {
+        Build::Page => inputs.path("frontend"),
+        Build::Embed => inputs.path("examples/embed"),
+    };
     inputs
+        .text(&format!("{build:?}"))
         .text(tools::TRUNK)
         .text(tools::WASM_BINDGEN)
         .text(tools::WASM_OPT)
