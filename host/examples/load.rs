@@ -14,7 +14,8 @@
 //! 3. Memory: the resident set (VmRSS) grown by 10,000 pending questions
 //!    asked through the host's seam (`AppState::ask`).
 //!
-//! `ASK_USER_BENCH_SECS` sets the measured duration (default 10 s).
+//! `ASK_USER_BENCH_SECS` sets the measured duration (default 10 s); the
+//! argument `round-trips` or `baseline` runs that phase alone (to profile it).
 
 use ask_user_core::AskRequest;
 use ask_user_host::{AppState, AskOptions, HostConfig, random_token, serve};
@@ -303,6 +304,18 @@ async fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
+    // `-- round-trips` or `-- baseline` runs one phase alone (for a profiler).
+    match std::env::args().nth(1).as_deref() {
+        Some("round-trips") => {
+            println!("round trips: {}", round_trips(seconds).await.summary());
+            return;
+        }
+        Some("baseline") => {
+            println!("baseline: {}", baseline(seconds).await.summary());
+            return;
+        }
+        _ => {}
+    }
     pending_memory().await;
     let mut bare = baseline(seconds).await;
     println!(
