@@ -358,12 +358,26 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
             Ok(size) => report.note(size),
             Err(err) => report.note(format!("could not measure the page: {err}")),
         }
-        let wasm = ctx
-            .target_dir
-            .join(tools::WASM_TARGET)
-            .join("release")
-            .join("ask-user-web.wasm");
-        match wasm_size::report(&wasm, 12, 10) {
+    }
+    // What weighs in the page's wasm: Trunk's wasm-bindgen output optimised as
+    // Trunk does (`-Oz`), but keeping the function names (`-g`).
+    let bindgen = ctx
+        .target_dir
+        .join("wasm-bindgen")
+        .join("release")
+        .join("ask-user-web_bg.wasm");
+    let named = ctx.target_dir.join("xtask").join("ask-user-web.named.wasm");
+    let _ = std::fs::create_dir_all(ctx.target_dir.join("xtask"));
+    let mut opt = ctx.command("wasm-opt");
+    opt.args(["-Oz", "-g", "--output"])
+        .arg(&named)
+        .arg(&bindgen);
+    if report.run(
+        "what weighs in the page's wasm (wasm-opt -Oz -g)",
+        opt,
+        summary::errors,
+    ) {
+        match wasm_size::report(&named, 14, 12) {
             Ok(lines) => lines.into_iter().for_each(|line| report.note(line)),
             Err(err) => report.note(format!("could not read the wasm: {err}")),
         }

@@ -1,8 +1,8 @@
-//! What makes the page's wasm heavy: `cargo bloat` for wasm, std-only. Reads
-//! the module cargo built (before wasm-bindgen and wasm-opt strip its `name`
-//! section), sums the size of each function body by the crate its symbol
-//! names, and lists the largest crates and functions. wasm-opt shrinks and
-//! inlines afterwards, so the shares are what to look at, not the bytes.
+//! What makes the page's wasm heavy: `cargo bloat` for wasm, std-only. Reads a
+//! module that still has its `name` section (`cargo xtask bench` optimises
+//! wasm-bindgen's output as Trunk does, `wasm-opt -Oz`, but with `-g` to keep
+//! the names), sums the size of each function body by the crate its symbol
+//! names, and lists the largest crates and functions.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -154,10 +154,19 @@ fn limits(section: &mut Reader<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// A legacy (`_ZN…E`) symbol as a path: `_ZN4core3fmt5write17h…E` → `core::fmt::write`.
+/// A symbol as a path without its hash: legacy mangling (`_ZN4core3fmt5write17h…E`)
+/// and names wasm-bindgen already demangled (`core::fmt::write::h…`) both
+/// become `core::fmt::write`.
 pub fn demangle(symbol: &str) -> String {
     let Some(mut rest) = symbol.strip_prefix("_ZN") else {
-        return symbol.to_owned();
+        return match symbol.rsplit_once("::h") {
+            Some((path, hash))
+                if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                path.to_owned()
+            }
+            _ => symbol.to_owned(),
+        };
     };
     let mut parts = Vec::new();
     while let Some(digits) = rest.find(|c: char| !c.is_ascii_digit()).filter(|&n| n > 0) {
@@ -205,9 +214,6 @@ pub fn crate_of(symbol: &str) -> String {
     if symbol.starts_with("_R") {
         return v0_crate(symbol).unwrap_or_else(|| "(other)".to_owned());
     }
-    if !symbol.starts_with("_ZN") {
-        return "(other)".to_owned();
-    }
     let path = demangle(symbol);
     let path = path.trim_start_matches(['<', '&', '*', ' ']);
     let path = path
@@ -216,7 +222,8 @@ pub fn crate_of(symbol: &str) -> String {
         .unwrap_or(path);
     let first_crate = |text: &str| -> Option<String> {
         let end = text.find("::")?;
-        let head = &text[..end];
+        // v0 names keep a crate disambiguator: `dlmalloc[e24a27700634d609]`.
+        let head = text[..end].split('[').next().unwrap_or_default();
         (!head.is_empty() && head.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             .then(|| head.to_owned())
     };
@@ -272,7 +279,7 @@ pub fn report(path: &Path, crates: usize, functions: usize) -> Result<Vec<String
     let kib = |n: usize| n as f64 / 1024.0;
     let share = |n: usize| 100.0 * n as f64 / total as f64;
     let mut lines = vec![format!(
-        "wasm before wasm-opt ({}): code {:.1} KiB in {} functions, data {:.1} KiB",
+        "{}: code {:.1} KiB in {} functions, data {:.1} KiB (strings, tables)",
         path.file_name().unwrap_or_default().to_string_lossy(),
         kib(module.code),
         module.functions.len(),
@@ -347,6 +354,23 @@ mod tests {
             "dlmalloc"
         );
         assert_eq!(crate_of("__wbindgen_malloc"), "(other)");
+        // As wasm-bindgen leaves them (demangled, hash kept).
+        assert_eq!(
+            crate_of(
+                "<T as tachys::view::any_view::IntoAny>::into_any::rebuild::h656d1564295d75b6"
+            ),
+            "tachys"
+        );
+        assert_eq!(
+            crate_of(
+                "<dlmalloc[e24a27700634d609]::dlmalloc::Dlmalloc<dlmalloc[e24a27700634d609]::sys::System>>::malloc"
+            ),
+            "dlmalloc"
+        );
+        assert_eq!(
+            demangle("pulldown_cmark::firstpass::FirstPass::parse_line::h88ee0eaddd7b151f"),
+            "pulldown_cmark::firstpass::FirstPass::parse_line"
+        );
     }
 
     #[test]
