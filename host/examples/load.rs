@@ -43,10 +43,16 @@ const ANSWER: &str = r#"{"answers": [
   {"id": "name", "custom": "ask-user"}
 ]}"#;
 
-/// The next `question/requested` id on an SSE byte stream.
+/// The next `question/requested` id on an SSE byte stream. Lean on purpose
+/// (bytes, one typed field): the agents' own parsing is not the host's cost.
 struct Frames<S> {
     body: S,
-    buffer: String,
+    buffer: Vec<u8>,
+}
+
+#[derive(serde::Deserialize)]
+struct Requested {
+    id: String,
 }
 
 impl<S, B, E> Frames<S>
@@ -57,15 +63,25 @@ where
 {
     async fn next_requested_id(&mut self) -> String {
         loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                if block.contains("event: question/requested") {
-                    let data = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data: "))
-                        .expect("a data line");
-                    let value: serde_json::Value = serde_json::from_str(data).expect("JSON data");
-                    return value["id"].as_str().expect("an id").to_owned();
+            while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+                let id = {
+                    let block = &self.buffer[..end];
+                    block
+                        .split(|&b| b == b'\n')
+                        .any(|line| line == b"event: question/requested")
+                        .then(|| {
+                            let data = block
+                                .split(|&b| b == b'\n')
+                                .find_map(|line| line.strip_prefix(b"data: "))
+                                .expect("a data line");
+                            serde_json::from_slice::<Requested>(data)
+                                .expect("JSON data")
+                                .id
+                        })
+                };
+                self.buffer.drain(..end + 2);
+                if let Some(id) = id {
+                    return id;
                 }
             }
             let chunk = self
@@ -74,8 +90,7 @@ where
                 .await
                 .expect("the stream stays open")
                 .expect("stream chunk");
-            self.buffer
-                .push_str(&String::from_utf8_lossy(chunk.as_ref()));
+            self.buffer.extend_from_slice(chunk.as_ref());
         }
     }
 }
@@ -115,7 +130,7 @@ async fn agent(
         .expect("open events");
     let mut frames = Frames {
         body: events.bytes_stream(),
-        buffer: String::new(),
+        buffer: Vec::new(),
     };
     let mut samples = Vec::new();
     while !stop.load(Ordering::Relaxed) {
