@@ -15,7 +15,7 @@ pub mod csp;
 mod files;
 pub mod negotiate;
 
-pub use files::{Asset, Caching, PageFiles, caching, content_type, file_path};
+pub use files::{Asset, Caching, PageFiles};
 
 use crate::state::AppState;
 use axum::Router;
@@ -27,6 +27,7 @@ use axum::http::header::{
 };
 use axum::http::{HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use files::file_path;
 use negotiate::Encoding;
 use std::path::Path;
 
@@ -101,7 +102,7 @@ fn falls_back_to_index(path: &str) -> bool {
 
 /// The response for `asset`: the negotiated encoding, caching headers, and
 /// 304 when `If-None-Match` names its ETag.
-pub fn respond(
+fn respond(
     asset: &Asset,
     accept_encoding: Option<&str>,
     if_none_match: Option<&str>,
