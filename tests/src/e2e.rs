@@ -231,6 +231,23 @@ impl E2e {
         let dist = e2e_dist();
         let host =
             HostProcess::start(&dist, extra_args).expect("the host starts and prints its URL");
+        Self::with_host(name, host).await
+    }
+
+    /// Starts `ask-user serve --addr 127.0.0.1:0 <extra_args>` in the empty
+    /// folder `cwd`, without `--dist`: the page is the one built into the
+    /// binary (`ASK_USER_PAGE_DIST` at build time, as `cargo xtask test` builds it).
+    ///
+    /// # Panics
+    /// As [`E2e::start`].
+    pub async fn start_embedded(name: &str, cwd: &std::path::Path, extra_args: &[&str]) -> Self {
+        e2e_dist();
+        let host =
+            HostProcess::start_in(cwd, extra_args).expect("the host starts and prints its URL");
+        Self::with_host(name, host).await
+    }
+
+    async fn with_host(name: &str, host: HostProcess) -> Self {
         assert!(
             host.token().is_some(),
             "the host's URL carries its token: {}",
