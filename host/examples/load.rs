@@ -5,14 +5,22 @@
 //!    event stream, loop "ask over HTTP → wait for the `question/requested`
 //!    frame → answer over HTTP → receive the answer"; reports round trips per
 //!    second and the p50/p99 of one round trip.
-//! 2. Memory: the resident set (VmRSS) grown by 10,000 pending questions
+//! 2. Baseline, in the same run: the same 64 clients over the same kind of
+//!    connections against a bare axum route that answers at once (`POST` of
+//!    the same request body); reports its requests per second and the round
+//!    trips' rate as a share of it (a round trip is two requests and one event
+//!    frame; the goal is at least 50%). Absolute rates swing 2-3x between
+//!    machines; the ratio does not.
+//! 3. Memory: the resident set (VmRSS) grown by 10,000 pending questions
 //!    asked through the host's seam (`AppState::ask`).
 //!
-//! `ASK_USER_BENCH_SECS` sets the measured duration (default 10 s).
+//! `ASK_USER_BENCH_SECS` sets the measured duration (default 10 s); the
+//! argument `round-trips` or `baseline` runs that phase alone (to profile it).
 
 use ask_user_core::AskRequest;
 use ask_user_host::{AppState, AskOptions, HostConfig, random_token, serve};
 use futures_util::StreamExt;
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -35,10 +43,16 @@ const ANSWER: &str = r#"{"answers": [
   {"id": "name", "custom": "ask-user"}
 ]}"#;
 
-/// The next `question/requested` id on an SSE byte stream.
+/// The next `question/requested` id on an SSE byte stream. Lean on purpose
+/// (bytes, one typed field): the agents' own parsing is not the host's cost.
 struct Frames<S> {
     body: S,
-    buffer: String,
+    buffer: Vec<u8>,
+}
+
+#[derive(serde::Deserialize)]
+struct Requested {
+    id: String,
 }
 
 impl<S, B, E> Frames<S>
@@ -49,15 +63,25 @@ where
 {
     async fn next_requested_id(&mut self) -> String {
         loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                if block.contains("event: question/requested") {
-                    let data = block
-                        .lines()
-                        .find_map(|l| l.strip_prefix("data: "))
-                        .expect("a data line");
-                    let value: serde_json::Value = serde_json::from_str(data).expect("JSON data");
-                    return value["id"].as_str().expect("an id").to_owned();
+            while let Some(end) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+                let id = {
+                    let block = &self.buffer[..end];
+                    block
+                        .split(|&b| b == b'\n')
+                        .any(|line| line == b"event: question/requested")
+                        .then(|| {
+                            let data = block
+                                .split(|&b| b == b'\n')
+                                .find_map(|line| line.strip_prefix(b"data: "))
+                                .expect("a data line");
+                            serde_json::from_slice::<Requested>(data)
+                                .expect("JSON data")
+                                .id
+                        })
+                };
+                self.buffer.drain(..end + 2);
+                if let Some(id) = id {
+                    return id;
                 }
             }
             let chunk = self
@@ -66,8 +90,7 @@ where
                 .await
                 .expect("the stream stays open")
                 .expect("stream chunk");
-            self.buffer
-                .push_str(&String::from_utf8_lossy(chunk.as_ref()));
+            self.buffer.extend_from_slice(chunk.as_ref());
         }
     }
 }
@@ -107,7 +130,7 @@ async fn agent(
         .expect("open events");
     let mut frames = Frames {
         body: events.bytes_stream(),
-        buffer: String::new(),
+        buffer: Vec::new(),
     };
     let mut samples = Vec::new();
     while !stop.load(Ordering::Relaxed) {
@@ -139,7 +162,104 @@ async fn agent(
     samples
 }
 
-async fn round_trips(seconds: u64) {
+/// What one phase of clients measured.
+struct Measured {
+    samples: Vec<Duration>,
+    elapsed: Duration,
+}
+
+impl Measured {
+    fn rate(&self) -> f64 {
+        self.samples.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn summary(&mut self) -> String {
+        self.samples.sort();
+        format!(
+            "{} in {:.1} s = {:.0}/s; p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            self.samples.len(),
+            self.elapsed.as_secs_f64(),
+            self.rate(),
+            percentile(&self.samples, 0.50).as_secs_f64() * 1e3,
+            percentile(&self.samples, 0.99).as_secs_f64() * 1e3,
+            self.samples
+                .last()
+                .copied()
+                .unwrap_or_default()
+                .as_secs_f64()
+                * 1e3,
+        )
+    }
+}
+
+/// Runs `AGENTS` clients for a one-second warm-up (connections, allocator),
+/// then for `seconds`, and returns the measured phase.
+async fn measure<F, Fut>(seconds: u64, client: F) -> Measured
+where
+    F: Fn(usize, Arc<AtomicBool>) -> Fut,
+    Fut: std::future::Future<Output = Vec<Duration>> + Send + 'static,
+{
+    let mut measured = None;
+    for secs in [1, seconds] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let clients: Vec<_> = (0..AGENTS)
+            .map(|i| tokio::spawn(client(i, stop.clone())))
+            .collect();
+        let started = Instant::now();
+        tokio::time::sleep(Duration::from_secs(secs)).await;
+        stop.store(true, Ordering::Relaxed);
+        let mut samples = Vec::new();
+        for client in clients {
+            samples.extend(client.await.expect("client"));
+        }
+        measured = Some(Measured {
+            samples,
+            elapsed: started.elapsed(),
+        });
+    }
+    measured.expect("the measured phase ran")
+}
+
+fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(4 * AGENTS)
+        .build()
+        .expect("client")
+}
+
+/// The bare axum route: the same clients, the same body, an answer at once.
+async fn baseline(seconds: u64) -> Measured {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let app = axum::Router::new().route(
+        "/bare",
+        axum::routing::post(|body: axum::body::Bytes| async move { body.len().to_string() }),
+    );
+    let server = tokio::spawn(axum::serve(listener, app).into_future());
+    let client = http_client();
+    let url = format!("http://127.0.0.1:{port}/bare");
+    let measured = measure(seconds, |_, stop| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let mut samples = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                let response = client.post(&url).body(REQUEST).send().await.expect("bare");
+                assert_eq!(response.status(), 200);
+                assert!(!response.bytes().await.expect("body").is_empty());
+                samples.push(started.elapsed());
+            }
+            samples
+        }
+    })
+    .await;
+    server.abort();
+    measured
+}
+
+async fn round_trips(seconds: u64) -> Measured {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -148,49 +268,15 @@ async fn round_trips(seconds: u64) {
     let token = state.config().token.clone();
     let server = tokio::spawn(serve(listener, state.clone()));
     let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(4 * AGENTS)
-        .build()
-        .expect("client");
-
-    // Warm up (connections, allocator), then measure.
-    for (phase, secs) in [("warm-up", 1), ("measured", seconds)] {
-        let stop = Arc::new(AtomicBool::new(false));
-        let agents: Vec<_> = (0..AGENTS)
-            .map(|i| {
-                tokio::spawn(agent(
-                    client.clone(),
-                    base.clone(),
-                    token.clone(),
-                    format!("agent-{i}"),
-                    stop.clone(),
-                ))
-            })
-            .collect();
-        let started = Instant::now();
-        tokio::time::sleep(Duration::from_secs(secs)).await;
-        stop.store(true, Ordering::Relaxed);
-        let mut samples = Vec::new();
-        for agent in agents {
-            samples.extend(agent.await.expect("agent"));
-        }
-        let elapsed = started.elapsed();
-        if phase == "measured" {
-            samples.sort();
-            println!(
-                "round trips: {} agents, {} in {:.1} s = {:.0}/s; p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-                AGENTS,
-                samples.len(),
-                elapsed.as_secs_f64(),
-                samples.len() as f64 / elapsed.as_secs_f64(),
-                percentile(&samples, 0.50).as_secs_f64() * 1e3,
-                percentile(&samples, 0.99).as_secs_f64() * 1e3,
-                samples.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
-            );
-        }
-    }
+    let client = http_client();
+    let measured = measure(seconds, |i, stop| {
+        let session = format!("agent-{i}");
+        agent(client.clone(), base.clone(), token.clone(), session, stop)
+    })
+    .await;
     state.shutdown_handle().shutdown();
     server.await.expect("server task").expect("serve");
+    measured
 }
 
 async fn pending_memory() {
@@ -233,6 +319,31 @@ async fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
+    // `-- round-trips` or `-- baseline` runs one phase alone (for a profiler).
+    match std::env::args().nth(1).as_deref() {
+        Some("round-trips") => {
+            println!("round trips: {}", round_trips(seconds).await.summary());
+            return;
+        }
+        Some("baseline") => {
+            println!("baseline: {}", baseline(seconds).await.summary());
+            return;
+        }
+        _ => {}
+    }
     pending_memory().await;
-    round_trips(seconds).await;
+    let mut bare = baseline(seconds).await;
+    println!(
+        "baseline: {AGENTS} clients against a bare axum route (POST, answers at once): {}",
+        bare.summary()
+    );
+    let mut trips = round_trips(seconds).await;
+    println!(
+        "round trips: {AGENTS} agents (ask → question/requested frame → answer → result), {}",
+        trips.summary()
+    );
+    println!(
+        "round trips per second = {:.0}% of the baseline's requests per second (goal ≥ 50%; a round trip is two requests and one event frame)",
+        100.0 * trips.rate() / bare.rate()
+    );
 }

@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// or ASK_USER_TOKEN. At least 22 of A-Z a-z 0-9 - . _ ~ (128 bits).
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// The built frontend to serve at `/` (default: `dist` when it holds an index.html).
+    /// Serve the page from this Trunk build instead of the one built into the binary (development).
     #[arg(long)]
     pub dist: Option<PathBuf>,
     /// Attach the scripted demo agent to session `default`.
@@ -87,10 +87,9 @@ impl ServeArgs {
             }
             (None, None) => random_token(),
         };
-        let dist = self.dist.clone().or_else(|| {
-            let default = PathBuf::from("dist");
-            default.join("index.html").is_file().then_some(default)
-        });
+        // No implicit `./dist`: started from a project folder that has its own
+        // `dist/`, the host must still serve its own page.
+        let dist = self.dist.clone();
         Ok(HostConfig {
             token,
             port,

@@ -6,7 +6,8 @@
 //! re-implements none.
 //!
 //! It must never depend on leptos, web-sys or the browser crates: the page is
-//! served from `--dist` as built files, never linked in.
+//! served as built files (carried in the binary by `build.rs`, or read from
+//! `--dist`), never linked in as code.
 //!
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {

@@ -66,6 +66,16 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let config = args.config(addr.port())?;
+    match &config.dist {
+        Some(dist) => {
+            ask_user_host::pages::PageFiles::dir(dist)
+                .map_err(|e| format!("--dist {}: {e}", dist.display()))?;
+        }
+        None if !ask_user_host::pages::embedded() => {
+            eprintln!("ask-user: {}", ask_user_host::pages::NO_PAGE_NOTICE);
+        }
+        None => {}
+    }
     let url = open_url(addr, &config.token);
     let state = AppState::new(config);
 

@@ -78,6 +78,16 @@ pub enum BrowserError {
 pub const BROWSER_TEST: &str =
     "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)";
 
+/// Installed in every page before its own scripts: a Content-Security-Policy
+/// violation (an inline handler or style, `eval`, a foreign request) becomes a
+/// console error, which [`Browser::page_errors`] reports and the tests fail on.
+pub const REPORT_CSP_VIOLATIONS: &str = r#"
+document.addEventListener('securitypolicyviolation', (e) => {
+  console.error(`CSP violation: ${e.effectiveDirective} blocked ${e.blockedURI || 'inline'} ` +
+    `(${e.sourceFile || e.documentURI}:${e.lineNumber}) ${e.sample || ''}`);
+});
+"#;
+
 /// The Trunk build to test, from [`E2E_DIST_ENV`].
 ///
 /// # Panics
@@ -154,10 +164,23 @@ impl Browser {
             .capabilities(capabilities)
             .connect(&format!("http://127.0.0.1:{port}"))
             .await?;
-        Ok(Browser {
+        let browser = Browser {
             client,
             driver: browser_driver.0.take().expect("guard holds the driver"),
-        })
+        };
+        // Every page this session opens reports its CSP violations as errors.
+        browser
+            .cdp(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": REPORT_CSP_VIOLATIONS }),
+            )
+            .await?;
+        Ok(browser)
+    }
+
+    /// Runs a Chrome DevTools Protocol command (chromedriver's `goog/cdp/execute`).
+    pub async fn cdp(&self, cmd: &'static str, params: Value) -> Result<Value, BrowserError> {
+        Ok(self.client.issue_cmd(Cdp { cmd, params }).await?)
     }
 
     /// The fantoccini client, for anything the helpers do not cover.
@@ -280,6 +303,31 @@ fn wait_for_port(port: u16) -> Option<()> {
         std::thread::sleep(Duration::from_millis(50));
     }
     None
+}
+
+/// chromedriver's CDP passthrough (`goog/cdp/execute`).
+#[derive(Debug)]
+pub(crate) struct Cdp {
+    pub(crate) cmd: &'static str,
+    pub(crate) params: Value,
+}
+
+impl WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
+        let body = json!({ "cmd": self.cmd, "params": self.params });
+        (http::Method::POST, Some(body.to_string()))
+    }
 }
 
 /// chromedriver's log endpoint (not in the W3C spec, so fantoccini has no method):

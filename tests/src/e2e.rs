@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use crate::browser::{Browser, e2e_dist};
+use crate::browser::{Browser, Cdp, e2e_dist};
 use crate::host_process::HostProcess;
 
 /// How long a wait for the page or the agent may take before the test fails
@@ -231,6 +231,23 @@ impl E2e {
         let dist = e2e_dist();
         let host =
             HostProcess::start(&dist, extra_args).expect("the host starts and prints its URL");
+        Self::with_host(name, host).await
+    }
+
+    /// Starts `ask-user serve --addr 127.0.0.1:0 <extra_args>` in the empty
+    /// folder `cwd`, without `--dist`: the page is the one built into the
+    /// binary (`ASK_USER_PAGE_DIST` at build time, as `cargo xtask test` builds it).
+    ///
+    /// # Panics
+    /// As [`E2e::start`].
+    pub async fn start_embedded(name: &str, cwd: &std::path::Path, extra_args: &[&str]) -> Self {
+        e2e_dist();
+        let host =
+            HostProcess::start_in(cwd, extra_args).expect("the host starts and prints its URL");
+        Self::with_host(name, host).await
+    }
+
+    async fn with_host(name: &str, host: HostProcess) -> Self {
         assert!(
             host.token().is_some(),
             "the host's URL carries its token: {}",
@@ -612,31 +629,6 @@ impl E2e {
 
 fn screenshot_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("ask-user-e2e-{name}.png"))
-}
-
-/// chromedriver's CDP passthrough (`goog/cdp/execute`).
-#[derive(Debug)]
-struct Cdp {
-    cmd: &'static str,
-    params: Value,
-}
-
-impl WebDriverCompatibleCommand for Cdp {
-    fn endpoint(
-        &self,
-        base_url: &url::Url,
-        session_id: Option<&str>,
-    ) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!(
-            "session/{}/goog/cdp/execute",
-            session_id.unwrap_or_default()
-        ))
-    }
-
-    fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
-        let body = json!({ "cmd": self.cmd, "params": self.params });
-        (http::Method::POST, Some(body.to_string()))
-    }
 }
 
 /// W3C `GET /session/{id}/element/{id}/{what}` for `computedlabel` and

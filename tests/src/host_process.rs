@@ -1,5 +1,6 @@
-//! The real host as a child process: `ask-user serve --addr 127.0.0.1:0 --dist DIR`,
-//! with the URL (and session token) read from the line it prints on start.
+//! The real host as a child process: `ask-user serve --addr 127.0.0.1:0
+//! [--dist DIR]`, with the URL (and session token) read from the line it prints
+//! on start.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -59,6 +60,24 @@ impl HostProcess {
         extra: &[&str],
         descriptors: Option<u32>,
     ) -> Result<Self, HostError> {
+        let mut args = vec![std::ffi::OsStr::new("--dist"), dist.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        Self::spawn(&args, None, descriptors)
+    }
+
+    /// Starts `ask-user serve --addr 127.0.0.1:0 <extra...>` in the folder
+    /// `cwd`, without `--dist`: the page it serves is the one built into the
+    /// binary (if any).
+    pub fn start_in(cwd: &Path, extra: &[&str]) -> Result<Self, HostError> {
+        let args: Vec<&std::ffi::OsStr> = extra.iter().map(std::ffi::OsStr::new).collect();
+        Self::spawn(&args, Some(cwd), None)
+    }
+
+    fn spawn(
+        args: &[&std::ffi::OsStr],
+        cwd: Option<&Path>,
+        descriptors: Option<u32>,
+    ) -> Result<Self, HostError> {
         let path = host_binary();
         if !path.is_file() {
             return Err(HostError::NoBinary(path));
@@ -73,11 +92,13 @@ impl HostProcess {
             }
             None => Command::new(&path),
         };
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
         // Port 0: the host binds a free port and prints it, so no race with other tests.
         let mut child = command
-            .args(["serve", "--addr", "127.0.0.1:0", "--dist"])
-            .arg(dist)
-            .args(extra)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

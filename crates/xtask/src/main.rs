@@ -1,14 +1,16 @@
-//! Project automation for ask-user: `cargo xtask run`, `cargo xtask test`, `cargo xtask bench`,
-//! `cargo xtask soak`.
+//! Project automation for ask-user: `cargo xtask run`, `test`, `dist`, `bench`, `soak`.
 //!
 //! Std-only on purpose, so `cargo xtask` compiles in seconds and a second run
 //! starts at once. Every tool it needs is installed on first use (see `tools`).
 
 mod embed;
 mod exec;
+mod page;
 mod soak;
+mod stamp;
 mod summary;
 mod tools;
+mod wasm_size;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -21,21 +23,31 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  run [--addr HOST:PORT]   install what is missing, build the page with Trunk (release),
-                           and serve it with `ask-user serve --demo` (default 127.0.0.1:7411)
-  test                     install what is missing (plus Chromium), then run fmt, clippy,
-                           native tests, the composer's wasm tests in headless Chromium,
-                           the Trunk release build and the browser tests against the real host
-  bench [-- ARGS]          run the criterion benches (ARGS go to them) and the host's load benches
+  run [--addr HOST:PORT]   install what is missing, build the page (skipped when unchanged) and
+                           the host with the page built in, and run `ask-user serve --demo`
+                           (default 127.0.0.1:7411)
+  test                     install what is missing (plus Chromium), then run fmt, the page build,
+                           clippy, the composer's wasm tests in headless Chromium, and every
+                           native and browser test against the real host carrying the page
+  dist                     build the one binary: the host in release with the page built in,
+                           into target/dist/ask-user
+  bench [-- ARGS]          run the criterion benches (ARGS go to them), build the one binary,
+                           show what weighs in the page's wasm, then the host's load benches
+                           and the browser bench
   build-embed              build the JavaScript embed into dist/embed/ (after Trunk, which replaces dist/)";
 
-/// Where Trunk writes the release build (Trunk.toml `dist`).
-const DIST: &str = "dist";
 /// Browser tests in `tests/` run only when this names a Trunk build; plain
 /// `cargo test --workspace` leaves it unset and needs no browser.
 const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
 /// The host binary the browser tests start (`ask-user serve ...`).
 const HOST_BIN_ENV: &str = "ASK_USER_BIN";
+/// The profile of the one binary: the release profile at opt-level 3 (plain
+/// release is tuned for wasm size), as the host's load bench measures it.
+const DIST_PROFILE: &str = "release-native";
+/// Where `cargo xtask dist` leaves the binary.
+const DIST_DIR: &str = "dist";
+/// The binary must stay under this (issue 11).
+const BINARY_BUDGET_MB: f64 = 15.0;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,8 +59,9 @@ fn main() -> ExitCode {
     let result = match command {
         "run" => run(&ctx, rest),
         "test" => test(&ctx, rest),
+        "dist" if rest.is_empty() => dist(&ctx).map(drop),
         "bench" => bench(&ctx, rest),
-        embed::SUBCOMMAND if rest.is_empty() => embed::build(&ctx),
+        embed::SUBCOMMAND if rest.is_empty() => embed::build_forced(&ctx),
         soak::SUBCOMMAND => soak::run(&ctx, rest),
         "help" | "-h" | "--help" => {
             println!("{USAGE}\n{}", soak::USAGE);
@@ -68,24 +81,26 @@ fn main() -> ExitCode {
     }
 }
 
-/// `cargo xtask run`: build the page in release mode and serve it with the demo agent.
+/// Builds the page and the embed unless they are up to date.
+fn ensure_page(ctx: &Ctx) -> Result<(), String> {
+    tools::ensure_build_tools(ctx)?;
+    page::ensure_page(ctx, &page::inputs(ctx, page::Build::Page))?;
+    embed::ensure(ctx, &page::inputs(ctx, page::Build::Embed))
+}
+
+/// `cargo xtask run`: build what changed and serve the page with the demo agent.
 fn run(ctx: &Ctx, args: &[String]) -> Result<(), String> {
+    let started = Instant::now();
     let addr = match args {
         [] => "127.0.0.1:7411".to_owned(),
         [flag, addr] if flag == "--addr" => addr.clone(),
         _ => return Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
     };
-    tools::ensure_build_tools(ctx)?;
-    println!("\n==> Building the page with Trunk (release)");
-    ctx.run_setup(trunk_build(ctx))?;
-    // The JavaScript embed, served at /embed/ (crates/embed; see embed.rs).
-    embed::build(ctx)?;
-    println!("\n==> Building the host");
+    ensure_page(ctx)?;
+    println!("\n==> Building the host with the page built in");
     ctx.run_setup(host_build(ctx))?;
     let mut host = ctx.command(host_binary(ctx));
-    host.args(["serve", "--addr", &addr, "--dist"])
-        .arg(ctx.root.join(DIST))
-        .arg("--demo");
+    host.args(["serve", "--addr", &addr, "--demo"]);
     println!("\n==> Starting the host\n    $ {}", exec::show(&host));
     let mut child = host
         .stdin(Stdio::null())
@@ -100,7 +115,9 @@ fn run(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         println!("{line}");
         if let Some(url) = find_url(&line) {
             println!(
-                "\n    ask-user is serving the composer at:\n\n        {url}\n\n    Open it in a browser. Ctrl-C stops the host.\n"
+                "\n    ask-user is serving the composer at:\n\n        {url}\n\n    \
+                 Open it in a browser (ready {:.1} s after `cargo xtask run` started). Ctrl-C stops the host.\n",
+                started.elapsed().as_secs_f64()
             );
         }
     }
@@ -114,7 +131,8 @@ fn run(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     }
 }
 
-/// `cargo xtask test`: every check CI runs, with one summary at the end.
+/// `cargo xtask test`: every check CI runs, with one summary at the end. The
+/// page and the embed are always rebuilt: the test run tests what is in the tree.
 fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     if !args.is_empty() {
         return Err(format!("unexpected arguments {args:?}\n\n{USAGE}"));
@@ -129,16 +147,50 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         ctx.cargo(["fmt", "--all", "--", "--check"]),
         summary::fmt,
     );
+    let inputs = page::inputs(ctx, page::Build::Page);
+    page::forget_page(ctx);
+    let mut built = report.run(
+        "Trunk release build (dist/)",
+        page::trunk_build(ctx),
+        summary::errors,
+    );
+    if built {
+        if let Err(err) = page::record_page(ctx, &inputs) {
+            report.note(format!("could not record the build: {err}"));
+        }
+        match summary::page_size(&page::dist(ctx)) {
+            Ok(size) => report.note(size),
+            Err(err) => report.note(format!("could not measure the build: {err}")),
+        }
+    }
+    // The JavaScript embed into dist/embed/ (after Trunk, and after measuring the page).
+    if built {
+        let embed_step = "embed build (dist/embed/, crates/embed)";
+        built = report.run(embed_step, embed::command(ctx), summary::errors);
+        if built {
+            let out = page::dist(ctx).join(embed::DIR);
+            report.note(embed::size_note(&out).unwrap_or_else(|err| err));
+        }
+    }
+    // From here on every cargo command that builds the host gives it the page
+    // (when it was built), so the host is compiled once for all of them.
+    let host_command = |command: Command| {
+        if built {
+            page::with_page(ctx, command)
+        } else {
+            command
+        }
+    };
     report.run(
         "clippy (-D warnings)",
-        ctx.cargo([
+        host_command(ctx.cargo([
             "clippy",
             "--workspace",
             "--all-targets",
             "--",
             "-D",
             "warnings",
-        ]),
+        ])),
         summary::clippy,
     );
     // The browser crates' wasm-only code (their wasm-bindgen tests, web-sys
@@ -162,28 +214,13 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         ]),
         summary::clippy,
     );
-    let built = report.run(
-        "Trunk release build (dist/)",
-        trunk_build(ctx),
-        summary::errors,
-    );
-    if built {
-        match summary::page_size(&ctx.root.join(DIST)) {
-            Ok(size) => report.note(size),
-            Err(err) => report.note(format!("could not measure the build: {err}")),
-        }
-    }
-    // The JavaScript embed into dist/embed/ (after Trunk, and after measuring the page).
-    if built {
-        let embed_step = "embed build (dist/embed/, crates/embed)";
-        if report.run(embed_step, embed::command(ctx), summary::errors) {
-            let out = ctx.root.join(DIST).join(embed::DIR);
-            report.note(embed::size_note(&out).unwrap_or_else(|err| err));
-        }
-    }
     let host_built = report.run(
-        "host binary (cargo build --workspace --bin ask-user)",
-        host_build(ctx),
+        if built {
+            "host binary with the page built in (cargo build --workspace --bin ask-user)"
+        } else {
+            "host binary (cargo build --workspace --bin ask-user)"
+        },
+        host_command(ctx.cargo(["build", "--workspace", "--bin", "ask-user"])),
         summary::errors,
     );
 
@@ -209,13 +246,13 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     // would resolve features for fewer packages and rebuild proc-macro2, serde and
     // everything above them. With ASK_USER_E2E_DIST set, the browser tests in
     // tests/ start the real host on the release build and drive headless Chromium.
-    let mut native = ctx.cargo(["test", "--workspace", "--no-fail-fast"]);
+    let mut native = host_command(ctx.cargo(["test", "--workspace", "--no-fail-fast"]));
     if built && host_built {
         // Browser tests are `#[ignore]`d so that a plain `cargo test` lists
         // them as ignored; here their environment is ready, so they run.
         native
             .args(["--", "--include-ignored"])
-            .env(E2E_DIST_ENV, ctx.root.join(DIST))
+            .env(E2E_DIST_ENV, page::dist(ctx))
             .env(HOST_BIN_ENV, host_binary(ctx))
             .env("CHROMEDRIVER", &chromedriver);
         report.run(
@@ -231,7 +268,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         );
         report.skip(
             "browser tests (tests/, on the release build)",
-            "need the Trunk build and the host binary",
+            "need the Trunk build, the embed and the host binary",
         );
     }
 
@@ -243,7 +280,49 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     }
 }
 
-/// `cargo xtask bench`: the criterion benches, then the host's load benches.
+/// `cargo xtask dist`: the one binary, with the page built in, in
+/// `target/dist/ask-user`. Returns its path.
+fn dist(ctx: &Ctx) -> Result<PathBuf, String> {
+    ensure_page(ctx)?;
+    println!("\n==> Building the one binary (profile {DIST_PROFILE}, the page built in)");
+    ctx.run_setup(page::with_page(
+        ctx,
+        ctx.cargo([
+            "build",
+            "--profile",
+            DIST_PROFILE,
+            "-p",
+            "ask-user-host",
+            "--bin",
+            "ask-user",
+        ]),
+    ))?;
+    let built = ctx.target_dir.join(DIST_PROFILE).join("ask-user");
+    let out_dir = ctx.target_dir.join(DIST_DIR);
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let out = out_dir.join("ask-user");
+    // Replace rather than overwrite: a running copy keeps its own file.
+    let _ = std::fs::remove_file(&out);
+    std::fs::copy(&built, &out)
+        .map_err(|e| format!("copying {} to {}: {e}", built.display(), out.display()))?;
+    let size = out.metadata().map_err(|e| e.to_string())?.len();
+    let mb = size as f64 / 1e6;
+    println!(
+        "\n    the one binary: {} ({mb:.1} MB, {:.1} MiB; budget {BINARY_BUDGET_MB} MB)",
+        out.display(),
+        size as f64 / 1048576.0
+    );
+    if mb >= BINARY_BUDGET_MB {
+        return Err(format!(
+            "{} is {mb:.1} MB, over the {BINARY_BUDGET_MB} MB budget",
+            out.display()
+        ));
+    }
+    Ok(out)
+}
+
+/// `cargo xtask bench`: the criterion benches, the one binary and what weighs
+/// in the page, then the host's load benches and the browser bench.
 fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     let passthrough = match args {
         [] => &[][..],
@@ -251,6 +330,7 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         _ => return Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
     };
     let started = Instant::now();
+    let chromedriver = tools::ensure_browser(ctx)?;
     let mut report = Report::default();
     // Only bench targets (`--bench '*'`), so libraries and the wasm app are not
     // rebuilt as benchmarks; `release-native` is the release profile at opt-level 3
@@ -267,8 +347,62 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         criterion.arg("--").args(passthrough);
     }
     report.run("criterion benches", criterion, summary::criterion);
+
+    let mut dist_command = ctx.command(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
+    dist_command.arg("dist");
+    let binary = ctx.target_dir.join(DIST_DIR).join("ask-user");
+    if report.run(
+        "the one binary (cargo xtask dist)",
+        dist_command,
+        summary::dist,
+    ) {
+        match summary::page_size(&page::dist(ctx)) {
+            Ok(size) => report.note(size),
+            Err(err) => report.note(format!("could not measure the page: {err}")),
+        }
+    }
+    // What weighs in the page's wasm: Trunk's wasm-bindgen output optimised as
+    // Trunk does (`-Oz`), but keeping the function names (`-g`).
+    let bindgen = ctx
+        .target_dir
+        .join("wasm-bindgen")
+        .join("release")
+        .join("ask-user-web_bg.wasm");
+    let named = ctx.target_dir.join("xtask").join("ask-user-web.named.wasm");
+    let _ = std::fs::create_dir_all(ctx.target_dir.join("xtask"));
+    let mut opt = ctx.command("wasm-opt");
+    opt.args(["-Oz", "-g", "--output"])
+        .arg(&named)
+        .arg(&bindgen);
+    if report.run(
+        "what weighs in the page's wasm (wasm-opt -Oz -g)",
+        opt,
+        summary::errors,
+    ) {
+        match wasm_size::report(&named, 14, 12) {
+            Ok(lines) => lines.into_iter().for_each(|line| report.note(line)),
+            Err(err) => report.note(format!("could not read the wasm: {err}")),
+        }
+    }
     for (name, command) in load_benches(ctx) {
-        report.run(&name, command, summary::program_output);
+        report.run(
+            &name,
+            page::with_page(ctx, command),
+            summary::program_output,
+        );
+    }
+    if binary.is_file() {
+        let mut browser = ctx.cargo(["run", "-p", "ask-user-tests", "--example", "browser_bench"]);
+        browser
+            .env(HOST_BIN_ENV, &binary)
+            .env("CHROMEDRIVER", &chromedriver);
+        report.run(
+            "browser bench (headless Chromium, the one binary)",
+            page::with_page(ctx, browser),
+            summary::program_output,
+        );
+    } else {
+        report.skip("browser bench", "needs the one binary");
     }
     report.print("cargo xtask bench", started.elapsed());
     if report.passed() {
@@ -301,7 +435,7 @@ fn load_benches(ctx: &Ctx) -> Vec<(String, Command)> {
             let command = ctx.cargo([
                 "run",
                 "--profile",
-                "release-native",
+                DIST_PROFILE,
                 "-p",
                 "ask-user-host",
                 "--example",
@@ -312,21 +446,14 @@ fn load_benches(ctx: &Ctx) -> Vec<(String, Command)> {
         .collect()
 }
 
-fn trunk_build(ctx: &Ctx) -> Command {
-    let mut command = ctx.command("trunk");
-    // The tools are pinned in Trunk.toml and installed by xtask; the update check
-    // would try the network.
-    command
-        .args(["build", "--release"])
-        .env("TRUNK_SKIP_VERSION_CHECK", "true");
-    command
-}
-
-/// Builds the `ask-user` binary. `--workspace` resolves features as `cargo test
-/// --workspace` does, so its dependencies are compiled once for both (only the
-/// host's own dependencies are built).
+/// Builds the `ask-user` binary with the page built in. `--workspace` resolves
+/// features as `cargo test --workspace` does, so its dependencies are compiled
+/// once for both (only the host's own dependencies are built).
 fn host_build(ctx: &Ctx) -> Command {
-    ctx.cargo(["build", "--workspace", "--bin", "ask-user"])
+    page::with_page(
+        ctx,
+        ctx.cargo(["build", "--workspace", "--bin", "ask-user"]),
+    )
 }
 
 fn host_binary(ctx: &Ctx) -> PathBuf {
