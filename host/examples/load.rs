@@ -10,7 +10,7 @@
 //!
 //! `ASK_USER_BENCH_SECS` sets the measured duration (default 10 s).
 
-use ask_user_core::AskRequest;
+use ask_user_core::{AskRequest, SessionId};
 use ask_user_host::{AppState, AskOptions, HostConfig, random_token, serve};
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -204,7 +204,7 @@ async fn pending_memory() {
             let state = state.clone();
             let request = request.clone();
             // Spread over sessions as real tabs would be (100 sessions).
-            let session = format!("s{}", i % 100);
+            let session = SessionId::parse(&format!("s{}", i % 100)).expect("a session id");
             tokio::spawn(async move { state.ask(&session, request, AskOptions::default()).await })
         })
         .collect();

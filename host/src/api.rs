@@ -2,7 +2,7 @@
 //! cancel, the pending list, transcript messages and health.
 
 use crate::error::ApiError;
-use crate::extract::{BodyText, QuestionId, SessionId};
+use crate::extract::{BodyText, QuestionId, Session};
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{
     MessageCreated, PendingList, PendingQuestion, PostMessage, Role, StatusBody,
@@ -51,7 +51,7 @@ pub struct AskQuery {
 /// `POST /api/sessions/{session}/ask`: validate, register, wait for the answer.
 async fn ask(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     query: Result<Query<AskQuery>, QueryRejection>,
     BodyText(body): BodyText,
 ) -> Result<Json<AnswerBatch>, ApiError> {
@@ -77,10 +77,10 @@ async fn ask(
 }
 
 /// `GET /api/sessions/{session}/questions` → `{"pending": [...]}`, oldest first.
-async fn list(State(state): State<AppState>, SessionId(session): SessionId) -> Json<PendingList> {
+async fn list(State(state): State<AppState>, Session(session): Session) -> Json<PendingList> {
     let pending = state
         .store()
-        .snapshot(&session)
+        .snapshot(session.as_str())
         .into_iter()
         .map(|q| PendingQuestion {
             id: q.id,
@@ -94,12 +94,12 @@ async fn list(State(state): State<AppState>, SessionId(session): SessionId) -> J
 /// `POST /api/sessions/{session}/questions/{id}/answer`: the first valid answer wins.
 async fn answer(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     QuestionId(id): QuestionId,
     BodyText(body): BodyText,
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
-    state.store().claim(&session, &id, batch)?;
+    state.store().claim(session.as_str(), &id, batch)?;
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -108,10 +108,10 @@ async fn answer(
 /// `POST /api/sessions/{session}/questions/{id}/cancel`: the person closed it.
 async fn cancel(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     QuestionId(id): QuestionId,
 ) -> Result<Json<StatusBody>, ApiError> {
-    state.store().cancel(&session, &id)?;
+    state.store().cancel(session.as_str(), &id)?;
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
@@ -121,7 +121,7 @@ async fn cancel(
 /// from the person, broadcast as `message/created`.
 async fn message(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     BodyText(body): BodyText,
 ) -> Result<Json<MessageCreated>, ApiError> {
     let post: PostMessage = serde_json::from_str(&body)

@@ -6,10 +6,11 @@
 //! 1 anything else. Every failure prints one `Error: <message> (<CODE>)` line
 //! to stderr.
 
-use crate::extract::{MAX_SESSION_CHARS, valid_session};
 use ask_user_core::tool::render_error;
 use ask_user_core::wire::ErrorBody;
-use ask_user_core::{AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, UserInteractionError};
+use ask_user_core::{
+    AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, SessionId, UserInteractionError,
+};
 use clap::Args;
 use reqwest::{StatusCode, Url};
 use std::io::Read;
@@ -118,16 +119,15 @@ pub async fn ask(args: &AskArgs) -> AskOutcome {
         Ok(request) => request,
         Err(error) => return AskOutcome::from_core(&error),
     };
-    if !valid_session(&args.session) {
-        return bad_input(format!(
-            "--session: {:?} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -",
-            args.session
-        ));
-    }
+    let session = match SessionId::parse(&args.session) {
+        Ok(session) => session,
+        // Core's message names `session:`; here it is the flag.
+        Err(error) => return bad_input(format!("--{}", error.message)),
+    };
     if args.timeout_ms == Some(0) {
         return bad_input("--timeout-ms: must be at least 1");
     }
-    let (endpoint, token) = match endpoint(args) {
+    let (endpoint, token) = match endpoint(args, &session) {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
@@ -149,7 +149,7 @@ fn read_input(file: Option<&std::path::Path>) -> Result<String, AskOutcome> {
 }
 
 /// The ask endpoint and the token: `--token`, else a `?token=` on `--url`.
-fn endpoint(args: &AskArgs) -> Result<(Url, Option<String>), AskOutcome> {
+fn endpoint(args: &AskArgs, session: &SessionId) -> Result<(Url, Option<String>), AskOutcome> {
     let mut url = Url::parse(&args.url)
         .map_err(|e| bad_input(format!("--url: {:?} is not a URL: {e}", args.url)))?;
     if url.scheme() != "http" {
@@ -168,7 +168,7 @@ fn endpoint(args: &AskArgs) -> Result<(Url, Option<String>), AskOutcome> {
     url.path_segments_mut()
         .map_err(|()| bad_input(format!("--url: {:?} cannot take a path", args.url)))?
         .pop_if_empty()
-        .extend(["api", "sessions", &args.session, "ask"]);
+        .extend(["api", "sessions", session.as_str(), "ask"]);
     if let Some(ms) = args.timeout_ms {
         url.query_pairs_mut()
             .append_pair("timeout_ms", &ms.to_string());
@@ -229,6 +229,10 @@ pub fn from_error_response(status: StatusCode, body: &str) -> AskOutcome {
 mod tests {
     use super::*;
 
+    fn session() -> SessionId {
+        SessionId::parse("s-1").unwrap()
+    }
+
     fn args(url: &str, token: Option<&str>, timeout_ms: Option<u64>) -> AskArgs {
         AskArgs {
             url: url.to_owned(),
@@ -241,7 +245,11 @@ mod tests {
 
     #[test]
     fn the_endpoint_is_the_sessions_ask_route_with_the_timeout() {
-        let (url, token) = endpoint(&args("http://127.0.0.1:7411/", Some("t"), Some(50))).unwrap();
+        let (url, token) = endpoint(
+            &args("http://127.0.0.1:7411/", Some("t"), Some(50)),
+            &session(),
+        )
+        .unwrap();
         assert_eq!(
             url.as_str(),
             "http://127.0.0.1:7411/api/sessions/s-1/ask?timeout_ms=50"
@@ -251,23 +259,31 @@ mod tests {
 
     #[test]
     fn the_printed_open_url_lends_its_token() {
-        let (url, token) = endpoint(&args("http://127.0.0.1:9/?token=abc", None, None)).unwrap();
+        let (url, token) = endpoint(
+            &args("http://127.0.0.1:9/?token=abc", None, None),
+            &session(),
+        )
+        .unwrap();
         assert_eq!(url.as_str(), "http://127.0.0.1:9/api/sessions/s-1/ask");
         assert_eq!(token.as_deref(), Some("abc"));
-        let (_, token) = endpoint(&args("http://127.0.0.1:9/?token=abc", Some("x"), None)).unwrap();
+        let (_, token) = endpoint(
+            &args("http://127.0.0.1:9/?token=abc", Some("x"), None),
+            &session(),
+        )
+        .unwrap();
         assert_eq!(token.as_deref(), Some("x"));
     }
 
     #[test]
     fn only_plain_http_urls_are_accepted() {
         assert_eq!(
-            endpoint(&args("https://example.com", None, None))
+            endpoint(&args("https://example.com", None, None), &session())
                 .unwrap_err()
                 .exit_code(),
             2
         );
         assert_eq!(
-            endpoint(&args("not a url", None, None))
+            endpoint(&args("not a url", None, None), &session())
                 .unwrap_err()
                 .exit_code(),
             2

@@ -8,14 +8,14 @@
 
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{MessageCreated, Role, SessionEvent};
-use ask_user_core::{
-    AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, Question, QuestionOption,
-};
+use ask_user_core::{AnswerBatch, AskRequest, ErrorCode, Question, QuestionOption, SessionId};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::JoinHandle;
 
-/// The session the demo agent talks in.
-pub const DEMO_SESSION: &str = DEFAULT_SESSION;
+/// The session the demo agent talks in: the default one.
+pub fn demo_session() -> SessionId {
+    SessionId::default()
+}
 
 /// What the agent says before it asks.
 pub const REPLY: &str = "Thanks! Before I start, I have three quick questions for you.";
@@ -112,10 +112,11 @@ pub fn summary(request: &AskRequest, answers: &AnswerBatch) -> String {
     text
 }
 
-/// Starts the demo agent in [`DEMO_SESSION`]. It listens from this call on
+/// Starts the demo agent in [`demo_session`]. It listens from this call on
 /// (so no message posted after it returns is missed) and stops at shutdown.
 pub fn spawn(state: AppState) -> JoinHandle<()> {
-    let subscription = state.subscribe(DEMO_SESSION);
+    let session = demo_session();
+    let subscription = state.subscribe(&session);
     let shutdown = state.shutdown_token();
     tokio::spawn(async move {
         let mut events = subscription.events;
@@ -130,7 +131,7 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
                         role: Role::User, ..
                     }) = &*event
                     {
-                        converse(&state).await;
+                        converse(&state, &session).await;
                     }
                 }
                 // Messages sent while the agent was busy asking; it answers the
@@ -142,16 +143,16 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
             }
         }
         drop(events);
-        state.store().release(DEMO_SESSION);
+        state.store().release(session.as_str());
     })
 }
 
 /// One turn: reply, ask, summarise.
-async fn converse(state: &AppState) {
-    state.post_message(DEMO_SESSION, Role::Agent, REPLY);
+async fn converse(state: &AppState, session: &SessionId) {
+    state.post_message(session, Role::Agent, REPLY);
     let request = questions();
     let result = state
-        .ask(DEMO_SESSION, request.clone(), AskOptions::default())
+        .ask(session, request.clone(), AskOptions::default())
         .await;
     let text = match result {
         Ok(answers) => summary(&request, &answers),
@@ -162,7 +163,7 @@ async fn converse(state: &AppState) {
             _ => format!("I could not get your answers: {error}."),
         },
     };
-    state.post_message(DEMO_SESSION, Role::Agent, text);
+    state.post_message(session, Role::Agent, text);
 }
 
 #[cfg(test)]

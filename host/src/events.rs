@@ -5,7 +5,7 @@
 //! broadcast is re-synced the same way, never left silently behind. Shutdown
 //! ends the stream after the events already sent to it (e.g. `disposed`).
 
-use crate::extract::SessionId;
+use crate::extract::Session;
 use crate::pending::{PendingStore, SharedEvent};
 use crate::state::AppState;
 use axum::Router;
@@ -31,9 +31,13 @@ pub fn router() -> Router<AppState> {
 
 async fn events(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let stream = session_events(state.store().clone(), session, state.shutdown_token());
+    let stream = session_events(
+        state.store().clone(),
+        session.into(),
+        state.shutdown_token(),
+    );
     let stream = futures_util::StreamExt::map(stream, |event| {
         Ok(Event::default().event(event.name()).data(event.data()))
     });

@@ -92,6 +92,7 @@ pub fn app(state: AppState) -> Router {
 /// themselves, so they never hold it up.
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown_token();
+    state.spawn_background_tasks();
     if state.config().demo {
         demo::spawn(state.clone());
     }

@@ -10,13 +10,6 @@ use ask_user_core::{
 use std::sync::Arc;
 use tokio::time::Instant;
 
-tokio::task_local! {
-    /// When the ask being polled in this task gives up with `ASK_TIMEOUT`.
-    /// Core's context carries no deadline, so the host passes it alongside
-    /// (see [`crate::AppState::ask`]).
-    pub(crate) static ASK_DEADLINE: Instant;
-}
-
 /// Presents questions to the browser tabs of a session through the pending table.
 pub struct WebProvider {
     store: Arc<dyn PendingStore>,
@@ -61,12 +54,15 @@ impl Drop for AbandonGuard {
 
 impl UserInteractionProvider for WebProvider {
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
-        let deadline = ASK_DEADLINE.try_with(|d| *d).ok();
+        // Core's budget becomes this runtime's timer, counted from now.
+        let deadline = context.timeout.map(|timeout| Instant::now() + timeout);
         Box::pin(async move {
-            let Registered { id, mut waiter } = self.store.register(&context.session, request)?;
+            let session = context.session.as_str();
+            let Registered { id, mut waiter } = self.store.register(session, request)?;
+            context.presented.set(id.clone());
             let mut guard = AbandonGuard {
                 store: self.store.clone(),
-                session: context.session,
+                session: session.to_owned(),
                 id,
                 armed: true,
             };

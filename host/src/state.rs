@@ -3,12 +3,13 @@
 //! limit and the shutdown signal.
 
 use crate::error::ApiError;
+use crate::mcp::McpLifecycle;
 use crate::pending::{MemoryStore, PendingStore, Subscription};
-use crate::provider::{ASK_DEADLINE, WebProvider};
+use crate::provider::WebProvider;
 use ask_user_core::wire::{MessageCreated, Role};
 use ask_user_core::{
-    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, Registration, UserInteraction,
-    UserInteractionError,
+    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, Registration, SessionId,
+    UserInteraction, UserInteractionError,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -83,6 +84,7 @@ struct Inner {
     registration: Mutex<Option<Registration>>,
     capacity: Arc<Semaphore>,
     shutdown: CancellationToken,
+    mcp: McpLifecycle,
 }
 
 /// Everything the routes share; cheap to clone.
@@ -126,6 +128,7 @@ impl AppState {
                 interaction,
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
+                mcp: McpLifecycle::default(),
             }),
         }
     }
@@ -160,7 +163,7 @@ impl AppState {
     /// the future removes the question and resolves it as `aborted`.
     pub async fn ask(
         &self,
-        session: &str,
+        session: &SessionId,
         request: AskRequest,
         options: AskOptions,
     ) -> Result<AnswerBatch, ApiError> {
@@ -178,17 +181,10 @@ impl AppState {
             .map_err(|_| ApiError::TooManyPending {
                 limit: self.inner.config.max_pending,
             })?;
-        let context = AskContext::new(options.abort).in_session(session);
-        let ask = self.inner.interaction.ask_with(request, context);
-        let answer = match options.timeout {
-            Some(timeout) => {
-                ASK_DEADLINE
-                    .scope(tokio::time::Instant::now() + timeout, ask)
-                    .await
-            }
-            None => ask.await,
-        };
-        match answer {
+        let context = AskContext::new(options.abort)
+            .in_session(session.clone())
+            .with_timeout(options.timeout);
+        match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
@@ -199,18 +195,20 @@ impl AppState {
 
     /// Subscribes to `session`'s events: the replay (pending questions, then
     /// `session/synced`), then everything live (`question/*`, `message/created`).
-    pub fn subscribe(&self, session: &str) -> Subscription {
-        self.inner.store.subscribe(session)
+    pub fn subscribe(&self, session: &SessionId) -> Subscription {
+        self.inner.store.subscribe(session.as_str())
     }
 
     /// Posts a transcript message to `session`'s streams (`message/created`).
     pub fn post_message(
         &self,
-        session: &str,
+        session: &SessionId,
         role: Role,
         text: impl Into<String>,
     ) -> MessageCreated {
-        self.inner.store.post_message(session, role, text.into())
+        self.inner
+            .store
+            .post_message(session.as_str(), role, text.into())
     }
 
     /// The handle that shuts the host down.
@@ -228,6 +226,17 @@ impl AppState {
     /// Whether shutdown has begun.
     pub fn is_shutting_down(&self) -> bool {
         self.inner.shutdown.is_cancelled()
+    }
+
+    /// MCP's exchanges and sessions, shared by its router and its shutdown task.
+    pub fn mcp_lifecycle(&self) -> &McpLifecycle {
+        &self.inner.mcp
+    }
+
+    /// Starts the host's background tasks: closing MCP sessions at shutdown.
+    /// [`crate::serve`] calls it; building the router starts nothing.
+    pub fn spawn_background_tasks(&self) {
+        crate::mcp::lifecycle::spawn(self);
     }
 }
 

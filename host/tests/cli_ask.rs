@@ -14,6 +14,10 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 const TOKEN: &str = "cli-test-token";
 
+fn session(name: &str) -> ask_user_core::SessionId {
+    ask_user_core::SessionId::parse(name).unwrap()
+}
+
 async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
     tokio::time::timeout(PATIENCE, future)
         .await
@@ -112,7 +116,7 @@ fn request() -> Value {
 #[tokio::test]
 async fn an_answer_is_printed_to_stdout_with_exit_0() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("cli").events;
+    let mut events = host.state.subscribe(&session("cli")).events;
     let run = ask(
         &["--url", &host.base, "--token", TOKEN, "--session", "cli"],
         &request().to_string(),
@@ -142,7 +146,7 @@ async fn an_answer_is_printed_to_stdout_with_exit_0() {
 #[tokio::test]
 async fn the_request_can_come_from_a_file_and_the_host_from_the_environment() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("default").events;
+    let mut events = host.state.subscribe(&session("default")).events;
     let file = std::env::temp_dir().join(format!("ask-user-cli-{}.json", std::process::id()));
     std::fs::write(&file, request().to_string()).unwrap();
     let run = ask(
@@ -173,7 +177,7 @@ async fn the_request_can_come_from_a_file_and_the_host_from_the_environment() {
 #[tokio::test]
 async fn a_cancelled_question_exits_3_with_cores_line() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("cli").events;
+    let mut events = host.state.subscribe(&session("cli")).events;
     let run = ask(
         &[
             "--url",
@@ -354,7 +358,7 @@ async fn other_failures_exit_1_with_an_error_line() {
 #[tokio::test]
 async fn an_ask_abandoned_by_killing_the_cli_resolves_as_aborted() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("cli").events;
+    let mut events = host.state.subscribe(&session("cli")).events;
     let run = ask(
         &["--url", &host.base, "--token", TOKEN, "--session", "cli"],
         &request().to_string(),

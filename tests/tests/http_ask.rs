@@ -2,12 +2,16 @@
 //! the agent gets, what the streams see, and how shutdown ends it.
 
 use ask_user_core::wire::Outcome;
-use ask_user_core::{AbortController, AskRequest};
+use ask_user_core::{AbortController, AskRequest, SessionId};
 use ask_user_host::{ApiError, AskOptions};
 use ask_user_tests::http_host::{TestHost, assert_error, within};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
+
+fn s1() -> SessionId {
+    SessionId::parse("s1").unwrap()
+}
 
 fn pick_one() -> Value {
     json!({"questions": [{
@@ -246,7 +250,7 @@ async fn an_owner_abort_through_the_seam_is_ask_aborted_while_a_cancel_is_ask_ca
     let state = host.state.clone();
     let aborted = tokio::spawn({
         let request = request.clone();
-        async move { state.ask("s1", request, options).await }
+        async move { state.ask(&s1(), request, options).await }
     });
     let id = tab.requested().await.id;
     owner.abort();
@@ -260,7 +264,7 @@ async fn an_owner_abort_through_the_seam_is_ask_aborted_while_a_cancel_is_ask_ca
 
     let state = host.state.clone();
     let cancelled =
-        tokio::spawn(async move { state.ask("s1", request, AskOptions::default()).await });
+        tokio::spawn(async move { state.ask(&s1(), request, AskOptions::default()).await });
     let id = tab.requested().await.id;
     assert_eq!(host.cancel("s1", &id).await.0, StatusCode::OK);
     let error = within("the cancelled ask", cancelled)
@@ -546,7 +550,7 @@ async fn an_ask_after_shutdown_began_fails_with_ask_aborted() {
     let request = AskRequest::from_value(pick_one()).unwrap();
     let error: ApiError = host
         .state
-        .ask("s1", request, AskOptions::default())
+        .ask(&s1(), request, AskOptions::default())
         .await
         .unwrap_err();
     assert_eq!(error.code(), "ASK_ABORTED");

@@ -1,6 +1,7 @@
 //! The session event stream over real HTTP: replay on every open with the same
 //! ids, `session/synced`, live events per session, and transcript messages.
 
+use ask_user_core::SessionId;
 use ask_user_core::wire::{MessageCreated, Outcome, Role, SessionEvent};
 use ask_user_tests::http_host::{TestHost, within};
 use reqwest::StatusCode;
@@ -125,7 +126,7 @@ async fn a_posted_message_reaches_every_stream_of_the_session_as_message_created
     let mut tab_b = host.events("chat").await;
     tab_a.replay().await;
     tab_b.replay().await;
-    let mut agent = host.state.subscribe("chat");
+    let mut agent = host.state.subscribe(&SessionId::parse("chat").unwrap());
 
     let (status, body) = host
         .post(
@@ -153,7 +154,9 @@ async fn a_posted_message_reaches_every_stream_of_the_session_as_message_created
     assert_eq!(*seen, SessionEvent::MessageCreated(created));
 
     // The agent side posts through the state; tabs see role "agent".
-    let reply = host.state.post_message("chat", Role::Agent, "Hi!");
+    let reply = host
+        .state
+        .post_message(&SessionId::parse("chat").unwrap(), Role::Agent, "Hi!");
     let frame = tab_a.next().await;
     assert_eq!(
         frame.json(),

@@ -1,0 +1,300 @@
+//! At most `--max-mcp-sessions` MCP sessions at once.
+//!
+//! [`CappedSessions`] wraps rmcp's in-memory session manager and never opens
+//! more than the limit. [`limit_sessions`] decides, before rmcp sees a request
+//! that would open a session, whether it may: the decision is a typed value
+//! ([`Admission`]) held for the whole `initialize` exchange, so a refusal is
+//! the host's own 429 `TOO_MANY_SESSIONS` rather than the 500 rmcp makes of any
+//! session-manager error.
+
+use crate::error::ApiError;
+use crate::extract::BODY_LIMIT;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
+use std::sync::Arc;
+use tokio::sync::{Mutex, MutexGuard};
+
+/// rmcp's in-memory session manager that opens at most `limit` sessions.
+///
+/// The count is rmcp's own table of live sessions, so it is exact: rmcp
+/// removes a session from it when the client DELETEs it, when it expires
+/// ([`super::MCP_SESSION_IDLE`]) and at shutdown (its worker ends and rmcp
+/// calls `close_session`). Creations are serialised, so two creations cannot
+/// both take the last slot.
+#[derive(Debug)]
+pub struct CappedSessions {
+    inner: LocalSessionManager,
+    limit: usize,
+    creating: Mutex<()>,
+    admitting: Mutex<()>,
+}
+
+/// Room for one new session, held while its `initialize` is served: while it
+/// is held no other request may open a session, so the room cannot be taken.
+#[derive(Debug)]
+pub struct Admission<'a> {
+    _admitting: MutexGuard<'a, ()>,
+}
+
+impl CappedSessions {
+    /// At most `limit` sessions of `inner` at once.
+    pub fn new(inner: LocalSessionManager, limit: usize) -> Self {
+        Self {
+            inner,
+            limit,
+            creating: Mutex::new(()),
+            admitting: Mutex::new(()),
+        }
+    }
+
+    /// The configured limit.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// How many sessions are open now.
+    pub async fn open(&self) -> usize {
+        self.inner.sessions.read().await.len()
+    }
+
+    /// Whether a new session would be refused now.
+    pub async fn is_full(&self) -> bool {
+        self.open().await >= self.limit
+    }
+
+    /// Room for one new session, or [`SessionsError::Full`]. Admissions are
+    /// taken one at a time; hold the admission until the session is open.
+    pub async fn admit(&self) -> Result<Admission<'_>, SessionsError> {
+        let admitting = self.admitting.lock().await;
+        if self.is_full().await {
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(Admission {
+            _admitting: admitting,
+        })
+    }
+}
+
+/// Why [`CappedSessions`] could not do what was asked.
+#[derive(Debug)]
+pub enum SessionsError {
+    /// `limit` sessions are already open.
+    Full {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// rmcp's own session manager failed.
+    Local(LocalSessionManagerError),
+}
+
+impl std::fmt::Display for SessionsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionsError::Full { limit } => {
+                f.write_str(&ApiError::TooManySessions { limit: *limit }.message())
+            }
+            SessionsError::Local(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for SessionsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SessionsError::Full { .. } => None,
+            SessionsError::Local(error) => Some(error),
+        }
+    }
+}
+
+impl From<LocalSessionManagerError> for SessionsError {
+    fn from(error: LocalSessionManagerError) -> Self {
+        SessionsError::Local(error)
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = SessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        // Requests through `limit_sessions` were admitted already; this check
+        // keeps the limit exact for any other caller too.
+        let _creating = self.creating.lock().await;
+        if self.is_full().await {
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(self.inner.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.inner.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.inner.resume(id, last_event_id).await?)
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        // A restore re-creates a session too (only with a session store, which
+        // the host does not configure): same limit.
+        let _creating = self.creating.lock().await;
+        if !self.inner.has_session(&id).await? && self.is_full().await {
+            return Err(SessionsError::Full { limit: self.limit });
+        }
+        Ok(self.inner.restore_session(id).await?)
+    }
+
+    fn event_store(&self) -> Option<Arc<dyn EventStore>> {
+        self.inner.event_store()
+    }
+}
+
+/// Refuses (429 `TOO_MANY_SESSIONS`) a request that would open an MCP session
+/// (a POST without `Mcp-Session-Id`) while `--max-mcp-sessions` are open;
+/// requests in open sessions always pass.
+///
+/// The body is read first (at most the host's body limit), so a client that
+/// sends it slowly never holds the admission that other `initialize`s wait for.
+pub(crate) async fn limit_sessions(
+    State(sessions): State<Arc<CappedSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let opens_session =
+        request.method() == Method::POST && !request.headers().contains_key(HEADER_SESSION_ID);
+    if !opens_session {
+        return next.run(request).await;
+    }
+    let refusal = || ApiError::TooManySessions {
+        limit: sessions.limit(),
+    };
+    // The usual refusal, before the body is read.
+    if sessions.is_full().await {
+        return refusal().into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
+        Ok(body) => body,
+        Err(_) => return ApiError::PayloadTooLarge { limit: BODY_LIMIT }.into_response(),
+    };
+    let admission = match sessions.admit().await {
+        Ok(admission) => admission,
+        Err(_) => return refusal().into_response(),
+    };
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    // The session (if any) is in rmcp's table once its `initialize` was answered.
+    drop(admission);
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn capped(limit: usize) -> Arc<CappedSessions> {
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(super::super::MCP_SESSION_IDLE);
+        Arc::new(CappedSessions::new(local, limit))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_creations_never_open_more_sessions_than_the_limit() {
+        let sessions = capped(3);
+        let attempts: Vec<_> = (0..24)
+            .map(|_| {
+                let sessions = sessions.clone();
+                tokio::spawn(async move { sessions.create_session().await.map(|(id, _)| id) })
+            })
+            .collect();
+        let mut opened = Vec::new();
+        for attempt in attempts {
+            match attempt.await.unwrap() {
+                Ok(id) => opened.push(id),
+                Err(SessionsError::Full { limit }) => assert_eq!(limit, 3),
+                Err(other) => panic!("unexpected error: {other}"),
+            }
+        }
+        assert_eq!(opened.len(), 3);
+        assert_eq!(sessions.open().await, 3);
+
+        // rmcp closes a DELETEd session twice (the DELETE, then its ending
+        // worker): that frees exactly one slot.
+        sessions.close_session(&opened[0]).await.unwrap();
+        sessions.close_session(&opened[0]).await.unwrap();
+        assert!(sessions.create_session().await.is_ok());
+        assert!(matches!(
+            sessions.create_session().await,
+            Err(SessionsError::Full { limit: 3 })
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_admission_is_refused_when_full_and_exclusive_while_held() {
+        let sessions = capped(1);
+        let admission = sessions.admit().await.unwrap();
+        // A second admission waits for the first one.
+        let second = tokio::time::timeout(std::time::Duration::from_millis(50), sessions.admit());
+        assert!(second.await.is_err(), "admissions are taken one at a time");
+        sessions.create_session().await.unwrap();
+        drop(admission);
+        assert!(matches!(
+            sessions.admit().await,
+            Err(SessionsError::Full { limit: 1 })
+        ));
+    }
+}
