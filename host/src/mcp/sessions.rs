@@ -204,9 +204,10 @@ impl SessionManager for CappedSessions {
     }
 }
 
-/// Refuses (429 `TOO_MANY_SESSIONS`) a request that would open an MCP session
-/// (a POST without `Mcp-Session-Id`) while `--max-mcp-sessions` are open;
-/// requests in open sessions always pass.
+/// Refuses (429 `TOO_MANY_SESSIONS`) an `initialize` that would open an MCP
+/// session (a POST without `Mcp-Session-Id`) while `--max-mcp-sessions` are
+/// open; requests in open sessions, and session-less requests of the
+/// 2026-07-28 protocol (which open none), always pass.
 ///
 /// The body is read first (at most the host's body limit), so a client that
 /// sends it slowly never holds the admission that other `initialize`s wait for.
@@ -215,31 +216,51 @@ pub(crate) async fn limit_sessions(
     request: Request,
     next: Next,
 ) -> Response {
-    let opens_session =
+    let may_open_session =
         request.method() == Method::POST && !request.headers().contains_key(HEADER_SESSION_ID);
-    if !opens_session {
+    if !may_open_session {
         return next.run(request).await;
-    }
-    let refusal = || ApiError::TooManySessions {
-        limit: sessions.limit(),
-    };
-    // The usual refusal, before the body is read.
-    if sessions.is_full().await {
-        return refusal().into_response();
     }
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, BODY_LIMIT).await {
         Ok(body) => body,
         Err(_) => return ApiError::PayloadTooLarge { limit: BODY_LIMIT }.into_response(),
     };
+    let request = Request::from_parts(parts, Body::from(body.clone()));
+    if !is_initialize(&body) {
+        return next.run(request).await;
+    }
     let admission = match sessions.admit().await {
         Ok(admission) => admission,
-        Err(_) => return refusal().into_response(),
+        Err(full) => return ApiError::from(full).into_response(),
     };
-    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
-    // The session (if any) is in rmcp's table once its `initialize` was answered.
+    let response = next.run(request).await;
+    // The session is in rmcp's table once its `initialize` was answered.
     drop(admission);
     response
+}
+
+/// Whether a JSON-RPC body is an `initialize` request (the only one that
+/// opens a session). rmcp reads the body again for itself.
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|message| message.method.as_deref() == Some("initialize"))
+}
+
+impl From<SessionsError> for ApiError {
+    fn from(error: SessionsError) -> Self {
+        match error {
+            SessionsError::Full { limit } => ApiError::TooManySessions { limit },
+            SessionsError::Local(error) => ApiError::Interaction(
+                ask_user_core::UserInteractionError::failed(format!("MCP session: {error}")),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -281,6 +302,18 @@ mod tests {
             sessions.create_session().await,
             Err(SessionsError::Full { limit: 3 })
         ));
+    }
+
+    #[test]
+    fn only_an_initialize_body_asks_for_a_session() {
+        assert!(is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#
+        ));
+        assert!(!is_initialize(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#
+        ));
+        assert!(!is_initialize(br#"[{"method":"initialize"}]"#));
+        assert!(!is_initialize(b"not json"));
     }
 
     #[tokio::test]
