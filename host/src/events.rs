@@ -145,7 +145,14 @@ mod tests {
         );
         // Five questions while the stream is not read: more than the channel holds.
         let ids: Vec<String> = (0..5)
-            .map(|_| store.register("s", request()).unwrap().id)
+            .map(|_| {
+                store
+                    .register("s", request())
+                    .unwrap()
+                    .attachment
+                    .id()
+                    .to_owned()
+            })
             .collect();
         let mut replayed = Vec::new();
         for _ in 0..5 {
@@ -179,7 +186,12 @@ mod tests {
             shutdown.clone(),
         ));
         stream.next().await.unwrap();
-        let id = store.register("s", request()).unwrap().id;
+        let id = store
+            .register("s", request())
+            .unwrap()
+            .attachment
+            .id()
+            .to_owned();
         store.dispose_all();
         shutdown.cancel();
         assert!(

@@ -4,17 +4,18 @@
 
 use crate::error::ApiError;
 use crate::mcp::McpLifecycle;
-use crate::pending::{MemoryStore, PendingStore, Subscription};
-use crate::provider::WebProvider;
+use crate::pending::{
+    DEFAULT_DETACH_GRACE, MemoryStore, PendingStore, StoreConfig, Subscription, spawn_grace_timer,
+};
+use crate::provider::{WebProvider, no_room};
 use ask_user_core::wire::{MessageCreated, Role};
 use ask_user_core::{
-    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, Registration, SessionId,
-    UserInteraction, UserInteractionError,
+    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
+    SessionId, UserInteraction, UserInteractionError,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Default for `--max-pending`.
@@ -26,6 +27,11 @@ pub const DEFAULT_MAX_PENDING: usize = 10_000;
 /// channels, so 256 of them stay cheap.
 pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
 
+/// Default for `--mcp-wait-budget`: how long an MCP call without a progress
+/// token (and not a task) waits before it returns `waiting`. Shorter than the
+/// 60 s request timeout common MCP clients default to.
+pub const DEFAULT_MCP_WAIT_BUDGET: Duration = Duration::from_secs(45);
+
 /// How the host runs (what `ask-user serve` was given).
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -35,7 +41,8 @@ pub struct HostConfig {
     pub port: u16,
     /// Host names allowed besides loopback (`--allow-host`), without port.
     pub allow_hosts: Vec<String>,
-    /// At most this many questions wait at once (`--max-pending`).
+    /// At most this many questions are kept at once (`--max-pending`):
+    /// attached, detached, and resolutions held for an asker that went away.
     pub max_pending: usize,
     /// At most this many MCP sessions are open at once (`--max-mcp-sessions`).
     pub max_mcp_sessions: usize,
@@ -45,6 +52,14 @@ pub struct HostConfig {
     pub web: bool,
     /// Whether the demo agent runs in session `default` (`--demo`).
     pub demo: bool,
+    /// How long a detached question, or a resolution no call collected, is
+    /// kept for the asker to come back (`--detach-grace`); zero aborts a
+    /// question as soon as its asker goes away.
+    pub detach_grace: Duration,
+    /// How long an MCP call without a progress token that is not a task waits
+    /// before it returns `waiting` (`--mcp-wait-budget`); `None` waits as long
+    /// as the person needs. Unused when `detach_grace` is zero.
+    pub mcp_wait_budget: Option<Duration>,
 }
 
 impl HostConfig {
@@ -59,6 +74,8 @@ impl HostConfig {
             dist: None,
             web: true,
             demo: false,
+            detach_grace: DEFAULT_DETACH_GRACE,
+            mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
         }
     }
 }
@@ -75,6 +92,8 @@ pub struct AskOptions {
     pub timeout: Option<Duration>,
     /// Give up with `ASK_ABORTED` (outcome `aborted`) when this fires.
     pub abort: AbortSignal,
+    /// Receives the id of the question the person sees.
+    pub presented: PresentedAs,
 }
 
 struct Inner {
@@ -82,7 +101,6 @@ struct Inner {
     store: Arc<dyn PendingStore>,
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
-    capacity: Arc<Semaphore>,
     shutdown: CancellationToken,
     mcp: McpLifecycle,
 }
@@ -104,12 +122,18 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over an in-memory pending table.
+    /// State over an in-memory pending table sized by `config`.
     pub fn new(config: HostConfig) -> Self {
-        Self::with_store(config, Arc::new(MemoryStore::new()))
+        let store = MemoryStore::with_config(StoreConfig {
+            detach_grace: config.detach_grace,
+            max_kept: config.max_pending,
+            ..StoreConfig::default()
+        });
+        Self::with_store(config, Arc::new(store))
     }
 
-    /// State over `store`; registers the web provider unless `config.web` is false.
+    /// State over `store` (which applies its own limit and detach grace);
+    /// registers the web provider unless `config.web` is false.
     pub fn with_store(config: HostConfig, store: Arc<dyn PendingStore>) -> Self {
         let interaction = UserInteraction::new();
         let registration = config.web.then(|| {
@@ -119,10 +143,6 @@ impl AppState {
         });
         Self {
             inner: Arc::new(Inner {
-                // Beyond MAX_PERMITS the semaphore would panic; that many is unbounded anyway.
-                capacity: Arc::new(Semaphore::new(
-                    config.max_pending.min(Semaphore::MAX_PERMITS),
-                )),
                 config,
                 store,
                 interaction,
@@ -145,7 +165,7 @@ impl AppState {
 
     /// Core's interaction service (with the web provider unless `--no-web`).
     ///
-    /// Ask through [`AppState::ask`] instead: it applies `--max-pending` and timeouts.
+    /// Ask through [`AppState::ask`] instead: it reports `--max-pending` as 429.
     pub fn interaction(&self) -> &UserInteraction {
         &self.inner.interaction
     }
@@ -159,8 +179,11 @@ impl AppState {
     /// validated, normalised answer.
     ///
     /// The one way for every asker (HTTP ask endpoint, MCP, demo agent) to ask:
-    /// it enforces `--max-pending` (`TOO_MANY_PENDING`) and the timeout. Dropping
-    /// the future removes the question and resolves it as `aborted`.
+    /// an identical ask in the same session attaches to a detached question
+    /// (or collects its held resolution); past `--max-pending` it is refused
+    /// with `TOO_MANY_PENDING`. Firing `options.abort` resolves the question
+    /// `aborted`; dropping the future without that detaches it (see
+    /// [`crate::provider`]).
     pub async fn ask(
         &self,
         session: &SessionId,
@@ -173,22 +196,17 @@ impl AppState {
         if self.is_shutting_down() {
             return Err(UserInteractionError::provider_disposed().into());
         }
-        let _permit = self
-            .inner
-            .capacity
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ApiError::TooManyPending {
-                limit: self.inner.config.max_pending,
-            })?;
         let context = AskContext::new(options.abort)
             .in_session(session.clone())
-            .with_timeout(options.timeout);
+            .with_timeout(options.timeout)
+            .reporting_to(options.presented);
+        let limit = self.inner.store.max_kept();
         match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
+            Err(e) if e == no_room(limit) => Err(ApiError::TooManyPending { limit }),
             answer => Ok(answer?),
         }
     }
@@ -233,9 +251,11 @@ impl AppState {
         &self.inner.mcp
     }
 
-    /// Starts the host's background tasks: closing MCP sessions at shutdown.
-    /// [`crate::serve`] calls it; building the router starts nothing.
+    /// Starts the host's background tasks: the detach grace's timer, and
+    /// closing MCP sessions at shutdown. [`crate::serve`] calls it; building
+    /// the router starts nothing.
     pub fn spawn_background_tasks(&self) {
+        spawn_grace_timer(self.inner.store.clone(), self.shutdown_token());
         crate::mcp::lifecycle::spawn(self);
     }
 }
@@ -247,9 +267,11 @@ pub struct ShutdownHandle {
 }
 
 impl ShutdownHandle {
-    /// Resolves every pending question as `disposed` (their asks fail with
-    /// `ASK_ABORTED`), refuses new asks, unregisters the web provider and
-    /// signals streams and the server to finish. Idempotent.
+    /// Resolves every pending question, attached or detached, as `disposed`
+    /// (their asks fail with `ASK_ABORTED`), drops the held resolutions (an
+    /// answer among them is logged as never delivered), refuses new asks,
+    /// unregisters the web provider and signals streams and the server to
+    /// finish. Idempotent.
     pub fn shutdown(&self) {
         let inner = &self.state.inner;
         let disposed = inner.store.dispose_all();

@@ -8,6 +8,7 @@ use ask_user_tests::http_host::{TestHost, assert_error, within};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
 
 fn s1() -> SessionId {
     SessionId::parse("s1").unwrap()
@@ -212,8 +213,129 @@ async fn cancel_fails_the_ask_with_ask_cancelled_and_resolves_as_cancelled() {
 }
 
 #[tokio::test]
-async fn an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
+async fn an_agent_that_hangs_up_detaches_its_question_and_a_repost_gets_the_answer_given_meanwhile()
+{
     let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let ask = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+
+    // Dropping the request task closes the agent's connection.
+    ask.abort();
+    assert_eq!(tab.detached().await, id, "every tab hears it");
+    assert_eq!(
+        host.pending_ids("s1").await,
+        vec![id.clone()],
+        "still answerable"
+    );
+
+    let (status, body) = host.answer("s1", &id, &answer_postgres()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id, resolved.outcome),
+        (id.clone(), Outcome::Answered)
+    );
+    assert!(host.pending_ids("s1").await.is_empty(), "the page drops it");
+
+    // The same request again: the answer at once, and no second question.
+    let again = host.ask("s1", "", &pick_one());
+    let (status, body) = within("the re-posted ask", again).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
+    let next = host.ask("s1", "", &pick_one());
+    let next_id = tab.requested().await.id;
+    assert_ne!(
+        next_id, id,
+        "the answer was collected once; this is a new question"
+    );
+    host.cancel("s1", &next_id).await;
+    within("the next ask", next).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_repost_while_detached_reattaches_to_the_same_question() {
+    let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let first = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    first.abort();
+    assert_eq!(tab.detached().await, id);
+
+    // A different request is a different question; the same one attaches.
+    let other = json!({"questions": [{"id": "why", "question": "Why?"}]});
+    let different = host.ask("s1", "", &other);
+    let other_id = tab.requested().await.id;
+    assert_ne!(other_id, id);
+    let again = host.ask("s1", "", &pick_one());
+    assert_eq!(tab.attached().await, id, "same id, no second card");
+    assert_eq!(
+        host.pending_ids("s1").await,
+        vec![id.clone(), other_id.clone()]
+    );
+
+    assert_eq!(
+        host.answer("s1", &id, &answer_postgres()).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = within("the reattached ask", again).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
+    host.cancel("s1", &other_id).await;
+    within("the other ask", different).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cancel_while_detached_fails_the_repost_with_ask_cancelled() {
+    let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let first = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    first.abort();
+    tab.detached().await;
+    assert_eq!(host.cancel("s1", &id).await.0, StatusCode::OK);
+    assert_eq!(tab.resolved().await.outcome, Outcome::Cancelled);
+    let (status, body) = within("the re-post", host.ask("s1", "", &pick_one()))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "ASK_CANCELLED");
+}
+
+#[tokio::test]
+async fn with_a_one_second_grace_a_detached_question_nobody_asks_for_resolves_aborted() {
+    let host = TestHost::start_with(|config| config.detach_grace = Duration::from_secs(1)).await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let ask = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    ask.abort();
+    assert_eq!(tab.detached().await, id);
+    let detached_at = std::time::Instant::now();
+    assert_eq!(host.pending_ids("s1").await, vec![id.clone()]);
+
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id, resolved.outcome),
+        (id.clone(), Outcome::Aborted)
+    );
+    assert!(
+        detached_at.elapsed() >= Duration::from_millis(900),
+        "not before the grace ran out"
+    );
+    assert!(host.pending_ids("s1").await.is_empty());
+    assert_error(
+        &host.answer("s1", &id, &answer_postgres()).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "did not ask again within the grace",
+    );
+}
+
+#[tokio::test]
+async fn with_no_grace_an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
+    let host = TestHost::start_with(|config| config.detach_grace = Duration::ZERO).await;
     let mut tab = host.events("s1").await;
     tab.replay().await;
     let ask = host.ask("s1", "", &pick_one());
@@ -231,7 +353,7 @@ async fn an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
         &host.answer("s1", &id, &answer_postgres()).await,
         StatusCode::CONFLICT,
         "NOT_PENDING",
-        "aborted",
+        "the agent stopped waiting, so it was aborted",
     );
 }
 

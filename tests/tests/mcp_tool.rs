@@ -401,25 +401,6 @@ async fn closing_the_mcp_session_resolves_its_question_as_aborted() {
 }
 
 #[tokio::test]
-async fn a_client_whose_connection_drops_mid_call_leaves_its_question_aborted() {
-    let host = TestHost::start().await;
-    let mut events = host.events("s").await;
-    events.replay().await;
-    let session = raw_session(&host, "?session=s").await;
-    // A client of its own, so dropping the response really closes the connection.
-    let call = raw_call(&host, &reqwest::Client::new(), &session).await;
-    let asked = events.requested().await;
-    drop(call);
-
-    let resolved = events.resolved().await;
-    assert_eq!(
-        (resolved.id.as_str(), resolved.outcome),
-        (asked.id.as_str(), Outcome::Aborted)
-    );
-    assert!(host.pending_ids("s").await.is_empty());
-}
-
-#[tokio::test]
 async fn with_the_web_provider_off_mcp_lists_no_tool_and_refuses_the_call() {
     let host = TestHost::start_with(|config| config.web = false).await;
     let client = connect(&host, "").await;

@@ -5,6 +5,7 @@
 //! Building the router starts nothing: [`spawn`] is called by
 //! [`crate::serve`], which owns the host's lifecycle.
 
+use super::sessions::SessionEnds;
 use crate::state::AppState;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -12,6 +13,9 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::StreamExt;
+use rmcp::task_manager::TaskManager;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -21,24 +25,45 @@ use tokio_util::task::TaskTracker;
 /// it closes the MCP sessions (well inside the host's drain timeout).
 pub const RESULT_DRAIN: Duration = Duration::from_secs(2);
 
-/// The MCP lifecycle shared by the router (which records exchanges) and
-/// [`spawn`] (which closes sessions at shutdown). Creating it starts nothing.
-#[derive(Debug, Clone, Default)]
+/// The MCP lifecycle shared by the router (which records exchanges), the
+/// servers (which keep tasks) and [`spawn`] (which closes sessions at
+/// shutdown). Creating it starts nothing.
+#[derive(Clone, Default)]
 pub struct McpLifecycle {
     /// POST exchanges whose response is not over yet.
     pub(crate) posts: TaskTracker,
     /// Ends every MCP session and stream (rmcp's cancellation token).
     pub(crate) sessions: CancellationToken,
+    /// The MCP tasks of every session: a task outlives the connection and the
+    /// session that created it.
+    pub(crate) tasks: TaskManager,
+    /// Tasks are counted and created one at a time, so the cap is exact.
+    pub(crate) task_spawning: Arc<Mutex<()>>,
+    /// Fires for an MCP session the moment it is closed.
+    pub(crate) session_ends: SessionEnds,
 }
 
-/// Fires when the HTTP exchange that carries a tool call's result ends: the
-/// response was sent, or the client hung up before it was.
-#[derive(Debug, Clone)]
-pub(crate) struct ExchangeEnded(pub(crate) CancellationToken);
+impl std::fmt::Debug for McpLifecycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpLifecycle")
+            .field("posts", &self.posts)
+            .field("tasks", &self.tasks.running_task_count())
+            .finish_non_exhaustive()
+    }
+}
 
-/// Lets a tool call notice that its client hung up: the token in
-/// [`ExchangeEnded`] fires when the response body is dropped (sent in full or
-/// abandoned by the client) or the request is dropped before answering.
+/// Fires when the client hung up on the HTTP exchange that carries a tool
+/// call's result: the request or its response was dropped before the
+/// response was over.
+///
+/// A response that rmcp ends itself (the call's result was sent; the call was
+/// cancelled by `notifications/cancelled`; its session was closed) does not
+/// fire it: those ends reach the call as its own cancellation, and must not
+/// be mistaken for a dropped connection.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientHungUp(pub(crate) CancellationToken);
+
+/// Lets a tool call notice that its client hung up ([`ClientHungUp`]).
 ///
 /// POST exchanges (where a call's result travels) are also counted until their
 /// response is over, so shutdown can let the results of the calls it resolved
@@ -48,17 +73,25 @@ pub(crate) async fn watch_exchange(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let ended = CancellationToken::new();
+    let hung_up = CancellationToken::new();
     request
         .extensions_mut()
-        .insert(ExchangeEnded(ended.clone()));
-    let guard = ended.drop_guard();
+        .insert(ClientHungUp(hung_up.clone()));
+    // Fires if this future, or the response body, is dropped unfinished.
+    let mut unfinished = Some(hung_up.drop_guard());
     let in_flight = (request.method() == Method::POST).then(|| lifecycle.posts.token());
     let response = next.run(request).await;
     let (parts, body) = response.into_parts();
-    let body = body.into_data_stream().map(move |chunk| {
-        let _keep = (&guard, &in_flight);
-        chunk
+    let mut body = body.into_data_stream();
+    let body = futures_util::stream::poll_fn(move |cx| {
+        let _in_flight = &in_flight;
+        let next = body.poll_next_unpin(cx);
+        if let Poll::Ready(None) = next
+            && let Some(unfinished) = unfinished.take()
+        {
+            unfinished.disarm();
+        }
+        next
     });
     Response::from_parts(parts, Body::from_stream(body))
 }
@@ -68,7 +101,9 @@ pub(crate) async fn watch_exchange(
 /// their results, then ends every MCP session and stream.
 pub fn spawn(state: &AppState) -> JoinHandle<()> {
     let shutdown = state.shutdown_token();
-    let McpLifecycle { posts, sessions } = state.mcp_lifecycle().clone();
+    let McpLifecycle {
+        posts, sessions, ..
+    } = state.mcp_lifecycle().clone();
     tokio::spawn(async move {
         shutdown.cancelled().await;
         posts.close();

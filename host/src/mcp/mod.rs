@@ -28,7 +28,7 @@ pub mod sessions;
 pub mod tool;
 
 pub use lifecycle::{McpLifecycle, RESULT_DRAIN};
-pub use sessions::{Admission, CappedSessions, SessionsError};
+pub use sessions::{Admission, CappedSessions, SessionEnds, SessionsError};
 pub use tool::{AskUserServer, call_result, error_line, tool};
 
 use crate::error::ApiError;
@@ -98,13 +98,17 @@ pub fn router(state: &AppState) -> Router<AppState> {
     session_config.keep_alive = Some(MCP_SESSION_IDLE);
     let mut local = LocalSessionManager::default();
     local.session_config = session_config;
-    let sessions = Arc::new(CappedSessions::new(local, state.config().max_mcp_sessions));
+    let lifecycle = state.mcp_lifecycle().clone();
+    let sessions = Arc::new(CappedSessions::new(
+        local,
+        state.config().max_mcp_sessions,
+        lifecycle.session_ends.clone(),
+    ));
 
     // The host's own layer checks Host (loopback or --allow-host) and Origin
     // before rmcp sees the request, so rmcp's narrower default list is off.
     let mut config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     config.max_request_body_bytes = BODY_LIMIT;
-    let lifecycle = state.mcp_lifecycle().clone();
     config.cancellation_token = lifecycle.sessions.clone();
 
     let server_state = state.clone();
@@ -172,7 +176,7 @@ mod tests {
     async fn an_expired_session_frees_its_slot() {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(MCP_SESSION_IDLE);
-        let sessions = Arc::new(CappedSessions::new(local, 1));
+        let sessions = Arc::new(CappedSessions::new(local, 1, Default::default()));
         let service = StreamableHttpService::new(
             || Ok(AskUserServer::new(AppState::new(HostConfig::new("t", 1)))),
             sessions.clone(),

@@ -23,8 +23,10 @@ use rmcp::transport::streamable_http_server::session::local::{
 use rmcp::transport::streamable_http_server::session::{
     EventStore, RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{Mutex, MutexGuard};
+use tokio_util::sync::CancellationToken;
 
 /// rmcp's in-memory session manager that opens at most `limit` sessions.
 ///
@@ -39,6 +41,37 @@ pub struct CappedSessions {
     limit: usize,
     creating: Mutex<()>,
     admitting: Mutex<()>,
+    ends: SessionEnds,
+}
+
+/// One token per open MCP session that fires the moment the session is
+/// closed (`DELETE /mcp`, expiry, shutdown). rmcp cancels a closed session's
+/// calls only after letting their responses drain for seconds; a call that
+/// watches this token ends at once.
+#[derive(Debug, Clone, Default)]
+pub struct SessionEnds {
+    open: Arc<std::sync::Mutex<HashMap<Arc<str>, CancellationToken>>>,
+}
+
+impl SessionEnds {
+    fn opened(&self, id: &SessionId) {
+        self.lock().entry(id.clone()).or_default();
+    }
+
+    fn ended(&self, id: &SessionId) {
+        if let Some(end) = self.lock().remove(id) {
+            end.cancel();
+        }
+    }
+
+    /// The token of the open session `id`.
+    pub fn of(&self, id: &str) -> Option<CancellationToken> {
+        self.lock().get(id).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, CancellationToken>> {
+        self.open.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Room for one new session, held while its `initialize` is served: while it
@@ -49,13 +82,14 @@ pub struct Admission<'a> {
 }
 
 impl CappedSessions {
-    /// At most `limit` sessions of `inner` at once.
-    pub fn new(inner: LocalSessionManager, limit: usize) -> Self {
+    /// At most `limit` sessions of `inner` at once, each one's end told to `ends`.
+    pub fn new(inner: LocalSessionManager, limit: usize, ends: SessionEnds) -> Self {
         Self {
             inner,
             limit,
             creating: Mutex::new(()),
             admitting: Mutex::new(()),
+            ends,
         }
     }
 
@@ -136,7 +170,9 @@ impl SessionManager for CappedSessions {
         if self.is_full().await {
             return Err(SessionsError::Full { limit: self.limit });
         }
-        Ok(self.inner.create_session().await?)
+        let (id, transport) = self.inner.create_session().await?;
+        self.ends.opened(&id);
+        Ok((id, transport))
     }
 
     async fn initialize_session(
@@ -152,6 +188,7 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.ends.ended(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -196,6 +233,7 @@ impl SessionManager for CappedSessions {
         if !self.inner.has_session(&id).await? && self.is_full().await {
             return Err(SessionsError::Full { limit: self.limit });
         }
+        self.ends.opened(&id);
         Ok(self.inner.restore_session(id).await?)
     }
 
@@ -270,7 +308,7 @@ mod tests {
     pub(crate) fn capped(limit: usize) -> Arc<CappedSessions> {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(super::super::MCP_SESSION_IDLE);
-        Arc::new(CappedSessions::new(local, limit))
+        Arc::new(CappedSessions::new(local, limit, SessionEnds::default()))
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -314,6 +352,20 @@ mod tests {
         ));
         assert!(!is_initialize(br#"[{"method":"initialize"}]"#));
         assert!(!is_initialize(b"not json"));
+    }
+
+    #[tokio::test]
+    async fn closing_a_session_fires_its_end_at_once() {
+        let ends = SessionEnds::default();
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(super::super::MCP_SESSION_IDLE);
+        let sessions = CappedSessions::new(local, 2, ends.clone());
+        let (id, _transport) = sessions.create_session().await.unwrap();
+        let end = ends.of(&id).expect("an open session has an end");
+        assert!(!end.is_cancelled());
+        sessions.close_session(&id).await.unwrap();
+        assert!(end.is_cancelled());
+        assert!(ends.of(&id).is_none(), "forgotten with its session");
     }
 
     #[tokio::test]
