@@ -148,7 +148,9 @@ async fn round_trips(seconds: u64) {
     let token = state.config().token.clone();
     let server = tokio::spawn(serve(listener, state.clone()));
     let base = format!("http://127.0.0.1:{port}");
+    // Loopback: never through a proxy from the environment.
     let client = reqwest::Client::builder()
+        .no_proxy()
         .pool_max_idle_per_host(4 * AGENTS)
         .build()
         .expect("client");
