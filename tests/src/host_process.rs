@@ -124,6 +124,29 @@ impl HostProcess {
     pub fn stderr(&self) -> String {
         self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
     }
+
+    /// Sends SIGTERM (a graceful shutdown) and waits for the process to exit.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM was delivered");
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the host can be waited on") {
+                // Let the stderr reader catch up with the last lines.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the host did not exit after SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for HostProcess {

@@ -693,3 +693,94 @@ async fn an_enormous_max_pending_is_accepted_as_unbounded() {
     let (status, body) = within("the ask", ask).await.unwrap();
     assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
 }
+
+#[tokio::test]
+async fn shutdown_resolves_a_detached_question_and_logs_a_held_answer_as_never_delivered() {
+    use ask_user_tests::host_process::HostProcess;
+    let dist = std::env::temp_dir().join(format!("ask-user-no-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&dist).unwrap();
+    let mut host =
+        HostProcess::start(&dist, &[]).unwrap_or_else(|e| panic!("the host starts: {e}"));
+    let base = host.origin().to_owned();
+    let token = host.token().expect("a token").to_owned();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let authed = |builder: reqwest::RequestBuilder| builder.bearer_auth(&token);
+    let events = authed(client.get(format!("{base}/api/sessions/s/events")))
+        .send()
+        .await
+        .unwrap();
+    let mut tab = ask_user_tests::http_host::EventStream::new(events);
+    tab.replay().await;
+
+    // Two asks whose agents hang up: one stays detached, one is answered
+    // meanwhile (its answer is held for an agent that never comes back).
+    let free_text = json!({"questions": [{"id": "why", "question": "Why?"}]});
+    let mut ids = Vec::new();
+    for request in [pick_one(), free_text] {
+        let post = authed(client.post(format!("{base}/api/sessions/s/ask")))
+            .body(request.to_string())
+            .send();
+        let ask = tokio::spawn(post);
+        let id = tab.requested().await.id;
+        ask.abort();
+        assert_eq!(tab.detached().await, id);
+        ids.push(id);
+    }
+    let answered =
+        authed(client.post(format!("{base}/api/sessions/s/questions/{}/answer", ids[1])))
+            .body(json!({"answers": [{"id": "why", "custom": "because"}]}).to_string())
+            .send()
+            .await
+            .unwrap();
+    assert_eq!(answered.status(), StatusCode::OK);
+    assert_eq!(tab.resolved().await.outcome, Outcome::Answered);
+
+    let status = host.terminate();
+    assert!(status.success(), "{status}");
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id.as_str(), resolved.outcome),
+        (ids[0].as_str(), Outcome::Disposed)
+    );
+    let logs = host.stderr();
+    let never = logs
+        .lines()
+        .filter(|line| line.contains("never delivered"))
+        .collect::<Vec<_>>();
+    assert_eq!(never.len(), 1, "logged once: {logs}");
+    assert!(
+        never[0].contains(&ids[1]),
+        "names the question: {}",
+        never[0]
+    );
+    std::fs::remove_dir_all(&dist).ok();
+}
+
+#[tokio::test]
+async fn a_detached_question_counts_against_max_pending_but_its_own_repost_always_fits() {
+    let host = TestHost::start_with(|config| config.max_pending = 1).await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let first = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    first.abort();
+    assert_eq!(tab.detached().await, id);
+
+    let other = json!({"questions": [{"id": "why", "question": "Why?"}]});
+    assert_error(
+        &within("the refusal", host.ask("s1", "", &other))
+            .await
+            .unwrap(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "TOO_MANY_PENDING",
+        "at most 1",
+    );
+    let again = host.ask("s1", "", &pick_one());
+    assert_eq!(tab.attached().await, id);
+    assert_eq!(
+        host.answer("s1", &id, &answer_postgres()).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = within("the reattached ask", again).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
+}

@@ -195,3 +195,36 @@ async fn the_stream_needs_the_token_and_a_valid_session() {
         (StatusCode::BAD_REQUEST, json!("BAD_REQUEST"))
     );
 }
+
+#[tokio::test]
+async fn a_reopened_stream_replays_which_questions_no_call_waits_on() {
+    let host = TestHost::start().await;
+    let mut watcher = host.events("s1").await;
+    watcher.replay().await;
+    let waiting = host.ask("s1", "", &question("a"));
+    let a = watcher.requested().await.id;
+    let gone = host.ask("s1", "", &question("b"));
+    let b = watcher.requested().await.id;
+    gone.abort();
+    assert_eq!(watcher.detached().await, b);
+
+    let mut tab = host.events("s1").await;
+    let (replayed, pending) = tab.replay_detached().await;
+    assert_eq!(replayed, vec![(a.clone(), false), (b.clone(), true)]);
+    assert_eq!(pending, vec![a.clone(), b.clone()]);
+
+    // Asked again: attached, and a later replay says so.
+    let back = host.ask("s1", "", &question("b"));
+    assert_eq!(watcher.attached().await, b);
+    assert_eq!(tab.attached().await, b, "live to every open stream");
+    let (replayed, _) = host.events("s1").await.replay_detached().await;
+    assert_eq!(replayed, vec![(a.clone(), false), (b.clone(), false)]);
+
+    for id in [&a, &b] {
+        host.cancel("s1", id).await;
+    }
+    within("the asks", async {
+        (waiting.await.unwrap(), back.await.unwrap())
+    })
+    .await;
+}
