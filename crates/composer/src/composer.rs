@@ -165,6 +165,19 @@ pub fn QuestionComposer(
         })
     };
 
+    // The agent stopped waiting: say so calmly; the request stays answerable.
+    let detached = move || {
+        with_active(state, PendingRequest::is_detached)
+            .unwrap_or(false)
+            .then(|| {
+                view! {
+                    <p class="auq-detached" data-auq="detached" role="status">
+                        {texts.detached}
+                    </p>
+                }
+            })
+    };
+
     view! {
         <div class="auq-live auq-visually-hidden" role="status" aria-live="polite" data-auq="live">
             {move || live.get()}
@@ -186,6 +199,7 @@ pub fn QuestionComposer(
             on:keydown=on_keydown
         >
             <Strip session texts />
+            {detached}
             {body}
         </section>
     }

@@ -81,17 +81,26 @@ fn frame(state: &mut Questionnaire, event: SessionEvent, fx: &mut Vec<Effect>) {
             }
         }
         SessionEvent::MessageCreated(_) => {}
-        // Shown by the composer as a notice; the questionnaire's state is the same.
-        SessionEvent::QuestionDetached(_) | SessionEvent::QuestionAttached(_) => {}
+        SessionEvent::QuestionDetached(question) => set_detached(state, &question.id, true),
+        SessionEvent::QuestionAttached(question) => set_detached(state, &question.id, false),
+    }
+}
+
+/// Whether a call waits on the request; nothing else about it changes.
+fn set_detached(state: &mut Questionnaire, id: &str, detached: bool) {
+    if let Some(request) = find_mut(state, id) {
+        request.detached = detached;
     }
 }
 
 fn requested(state: &mut Questionnaire, frame: QuestionRequested, fx: &mut Vec<Effect>) {
-    // A replay (stream reopen) of a known id changes nothing: drafts stay.
-    if state.requests.iter().any(|r| r.id == frame.id)
-        || state.requests.len() >= MAX_PENDING_REQUESTS
-        || frame.request.validate().is_err()
-    {
+    // A replay (stream reopen) of a known id changes nothing but the detached
+    // flag: the replay follows it with `question/detached` when no call waits.
+    if let Some(known) = find_mut(state, &frame.id) {
+        known.detached = false;
+        return;
+    }
+    if state.requests.len() >= MAX_PENDING_REQUESTS || frame.request.validate().is_err() {
         return;
     }
     let was_empty = state.requests.is_empty();
@@ -155,6 +164,7 @@ fn new_request(
         status: Status::Editing,
         collapsed: false,
         touched: false,
+        detached: false,
     };
     pending.option_focus = first_option_focus(&pending);
     pending

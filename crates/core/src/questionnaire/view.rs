@@ -163,6 +163,12 @@ impl PendingRequest {
         self.unanswered_count() == 0
     }
 
+    /// No call waits on it: show that the agent stopped waiting and that the
+    /// answer is kept for it (the request stays answerable).
+    pub fn is_detached(&self) -> bool {
+        self.detached
+    }
+
     /// The person can change things (not sending, not sent).
     pub fn is_editable(&self) -> bool {
         matches!(self.status, Status::Editing | Status::Failed { .. })
