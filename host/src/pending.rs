@@ -168,6 +168,13 @@ pub trait PendingStore: Send + Sync + 'static {
     /// Returns false when it was no longer pending.
     fn abort(&self, session: &str, id: &str, outcome: Outcome) -> bool;
 
+    /// The asker that let a question go a moment ago ended it on purpose
+    /// after all (its explicit end arrived just after its connection
+    /// dropped): resolves the question as `aborted`, but only while it is
+    /// still detached; a call that attached to it meanwhile keeps it.
+    /// Returns whether it was aborted.
+    fn abort_detached(&self, session: &str, id: &str) -> bool;
+
     /// Ends what outlived the detach grace by `now`: detached questions
     /// resolve `aborted`, held answers are dropped and logged as never
     /// delivered. Returns when the next one is due.
@@ -815,6 +822,16 @@ impl PendingStore for MemoryStore {
         self.lock()
             .resolve(session, id, Ended::from_outcome(outcome))
             .is_some()
+    }
+
+    fn abort_detached(&self, session: &str, id: &str) -> bool {
+        let mut table = self.lock();
+        let detached = table
+            .sessions
+            .get(session)
+            .and_then(|slot| slot.entries.get(id))
+            .is_some_and(|entry| matches!(entry.waiting, Waiting::Detached { .. }));
+        detached && table.resolve(session, id, Ended::Aborted).is_some()
     }
 
     fn expire(&self, now: Instant) -> Option<Instant> {

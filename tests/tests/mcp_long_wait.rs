@@ -402,3 +402,27 @@ async fn the_server_advertises_the_tasks_extension_and_the_tool_says_to_call_aga
     );
     client.cancel().await.expect("client closes");
 }
+
+#[tokio::test]
+async fn a_call_re_issued_the_instant_its_connection_broke_attaches_to_the_same_question() {
+    let host = TestHost::start().await;
+    let mut tab = host.events("s").await;
+    tab.replay().await;
+    let session = RawSession::open(&host, "?session=s").await;
+    let call = session.call(2, &request()).await;
+    let id = tab.requested().await.id;
+    // A broken stream and a re-issue right after, as 2026-07-28 clients do.
+    // (The pause only lets the host read the closed socket first; any
+    // explicit end the host still listens for after a hang-up must not delay
+    // the detach.)
+    drop(call);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let again = session.call(3, &request()).await;
+    assert_eq!(tab.detached().await, id);
+    assert_eq!(tab.attached().await, id, "no second question");
+    assert_eq!(host.answer("s", &id, &answer()).await.0, StatusCode::OK);
+    assert_eq!(
+        RawSession::result(again).await["structuredContent"],
+        batch()
+    );
+}

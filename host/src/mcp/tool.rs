@@ -52,11 +52,11 @@ their answer. Call ask_user_question only when you cannot continue without a per
 /// still arrives in time; one small SSE frame per 5 s costs nothing.
 pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
 
-/// How long a call in an MCP session whose client hung up still listens for
-/// an explicit end before its question is detached. Clients that close their
-/// session drop their streams first and send `DELETE /mcp` a moment later
-/// (rmcp's does, within a millisecond); that DELETE must still abort the
-/// question.
+/// How long a call in an MCP session whose client hung up (its question is
+/// detached at once) still listens for an explicit end. Clients that close
+/// their session drop their streams first and send `DELETE /mcp` a moment
+/// later (rmcp's does, within a millisecond); that DELETE must still abort
+/// the question, unless a new call attached to it meanwhile.
 pub const HANG_UP_LINGER: Duration = Duration::from_secs(1);
 
 /// The most MCP tasks waiting for a person at once; the next task is refused.
@@ -211,24 +211,11 @@ impl AskUserServer {
                     return call_result(&ask.await);
                 }
                 () = context.ct.cancelled(), if !in_session => break StoppedWaiting::Disconnected,
-                () = hung_up.cancelled(), if !in_session => break StoppedWaiting::Disconnected,
                 () = session_closed.cancelled() => {
                     abort.abort();
                     return call_result(&ask.await);
                 }
-                () = hung_up.cancelled(), if in_session => {
-                    let explicit_end = async {
-                        tokio::select! {
-                            () = context.ct.cancelled() => {}
-                            () = session_closed.cancelled() => {}
-                        }
-                    };
-                    if tokio::time::timeout(HANG_UP_LINGER, explicit_end).await.is_err() {
-                        break StoppedWaiting::Disconnected;
-                    }
-                    abort.abort();
-                    return call_result(&ask.await);
-                }
+                () = hung_up.cancelled() => break StoppedWaiting::Disconnected,
                 () = &mut out_of_budget => break StoppedWaiting::Budget,
                 _ = ticks.tick(), if progress.is_some() => {
                     let token = progress.clone().expect("guarded by the branch");
@@ -237,13 +224,27 @@ impl AskUserServer {
                 }
             }
         };
-        // Dropped without its abort signal: the question is detached, kept
-        // for the same call made again (an answer that reached it this
-        // instant is held for that call).
+        // Dropped without its abort signal: the question is detached at once,
+        // so the same call made again right away attaches to it (an answer
+        // that reached it this instant is held for that call).
         drop(ask);
         let id = presented.id().unwrap_or_default().to_owned();
         if let StoppedWaiting::Disconnected = stopped {
             tracing::debug!(%session, id, "MCP call disconnected; question detached");
+            if in_session {
+                // Nobody reads this call's result any more; listen a moment
+                // for the explicit end that may follow the dropped stream.
+                let explicit_end = async {
+                    tokio::select! {
+                        () = context.ct.cancelled() => {}
+                        () = session_closed.cancelled() => {}
+                    }
+                };
+                let ended = tokio::time::timeout(HANG_UP_LINGER, explicit_end).await;
+                if ended.is_ok() && self.state.store().abort_detached(session.as_str(), &id) {
+                    tracing::debug!(%session, id, "explicit end after the hang-up; question aborted");
+                }
+            }
         }
         waiting_result(&id)
     }

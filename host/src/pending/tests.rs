@@ -509,6 +509,25 @@ fn remembered_resolutions_are_bounded() {
 }
 
 #[test]
+fn a_late_explicit_end_aborts_a_detached_question_but_not_one_asked_for_again() {
+    let store = store();
+    let first = store.register("s", request(0)).unwrap();
+    let id = first.attachment.id().to_owned();
+    assert!(!store.abort_detached("s", &id), "attached: kept");
+    store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
+    let again = store.register("s", request(0)).unwrap();
+    assert_eq!(again.found, Found::Reattached);
+    assert!(!store.abort_detached("s", &id), "attached again: kept");
+    store.let_go("s", again.attachment, again.waiter, LetGo::Detach);
+    assert!(store.abort_detached("s", &id));
+    let refused = store.claim("s", &id, answer("a")).unwrap_err();
+    assert!(
+        refused.message.ends_with(Ended::Aborted.reason()),
+        "{refused}"
+    );
+}
+
+#[test]
 fn an_identical_ask_while_the_first_is_attached_is_a_new_question() {
     let store = store();
     let first = store.register("s", request(0)).unwrap();
