@@ -48,7 +48,8 @@ pub struct AskQuery {
     pub timeout_ms: Option<u64>,
 }
 
-/// `POST /api/sessions/{session}/ask`: validate, register, wait for the answer.
+/// `POST /api/sessions/{session}/ask`: validate, register (or attach to the
+/// detached question this request asked before), wait for the answer.
 async fn ask(
     State(state): State<AppState>,
     Session(session): Session,
@@ -72,7 +73,7 @@ async fn ask(
         ..AskOptions::default()
     };
     // If the agent hangs up, axum drops this future and the provider's guard
-    // resolves the question as `aborted`.
+    // detaches the question; posting the same request again attaches to it.
     state.ask(&session, request, options).await.map(Json)
 }
 

@@ -61,7 +61,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DETACH_GRACE.as_secs())]
     pub detach_grace: u64,
     /// An MCP call without a progress token that is not a task returns
-    /// `waiting` after this long, and the agent calls again; 0 waits forever.
+    /// `waiting` after this long, and the agent calls again; 0 waits forever
+    /// (as does --detach-grace 0, which would lose the question).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MCP_WAIT_BUDGET.as_secs())]
     pub mcp_wait_budget: u64,
 }

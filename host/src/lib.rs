@@ -86,7 +86,9 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves [`app`] on `listener` until [`ShutdownHandle::shutdown`] is called,
+/// Starts the host's background tasks ([`AppState::spawn_background_tasks`]:
+/// the detach grace's timer, closing MCP sessions at shutdown), then serves
+/// [`app`] on `listener` until [`ShutdownHandle::shutdown`] is called,
 /// then waits at most [`DRAIN_TIMEOUT`] for open connections (the resolved
 /// asks' responses) before returning. Event streams end on shutdown by
 /// themselves, so they never hold it up.

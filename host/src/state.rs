@@ -190,8 +190,8 @@ impl AppState {
         request: AskRequest,
         options: AskOptions,
     ) -> Result<AnswerBatch, ApiError> {
-        // Core validates again in ask_with; validating first means a bad request
-        // never counts against the limit and is reported as itself.
+        // Core validates again in ask_with; validating first reports a bad
+        // request as itself, even while shutting down.
         request.validate()?;
         if self.is_shutting_down() {
             return Err(UserInteractionError::provider_disposed().into());

@@ -9,8 +9,10 @@
 //! `isError` result whose text is core's `Error: <message> (<CODE>)` line.
 //!
 //! The question is resolved as `aborted` when the client sends
-//! `notifications/cancelled` for the call, ends its MCP session, or drops the
-//! HTTP connection the call's answer would travel on.
+//! `notifications/cancelled` for the call or ends its MCP session. A call
+//! whose HTTP connection drops, or that outlasts the wait budget, only
+//! detaches its question; the same call made again attaches to it (see
+//! [`tool`] for progress, tasks and the wait budget).
 //!
 //! The tool is opted in by the host: with `--no-web` `tools/list` is empty.
 //! `/mcp` sits behind the same token, `Host` and `Origin` checks as `/api`.
