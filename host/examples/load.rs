@@ -17,7 +17,7 @@
 //! `ASK_USER_BENCH_SECS` sets the measured duration (default 10 s); the
 //! argument `round-trips` or `baseline` runs that phase alone (to profile it).
 
-use ask_user_core::AskRequest;
+use ask_user_core::{AskRequest, SessionId};
 use ask_user_host::{AppState, AskOptions, HostConfig, random_token, serve};
 use futures_util::StreamExt;
 use std::future::IntoFuture;
@@ -221,7 +221,9 @@ where
 }
 
 fn http_client() -> reqwest::Client {
+    // Loopback: never through a proxy from the environment.
     reqwest::Client::builder()
+        .no_proxy()
         .pool_max_idle_per_host(4 * AGENTS)
         .build()
         .expect("client")
@@ -290,7 +292,7 @@ async fn pending_memory() {
             let state = state.clone();
             let request = request.clone();
             // Spread over sessions as real tabs would be (100 sessions).
-            let session = format!("s{}", i % 100);
+            let session = SessionId::parse(&format!("s{}", i % 100)).expect("a session id");
             tokio::spawn(async move { state.ask(&session, request, AskOptions::default()).await })
         })
         .collect();

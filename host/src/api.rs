@@ -2,7 +2,7 @@
 //! cancel, the pending list, transcript messages and health.
 
 use crate::error::ApiError;
-use crate::extract::{BodyText, QuestionId, SessionId};
+use crate::extract::{BodyText, QuestionId, Session};
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{
     MessageCreated, PendingList, PendingQuestion, PostMessage, Role, StatusBody,
@@ -48,10 +48,11 @@ pub struct AskQuery {
     pub timeout_ms: Option<u64>,
 }
 
-/// `POST /api/sessions/{session}/ask`: validate, register, wait for the answer.
+/// `POST /api/sessions/{session}/ask`: validate, register (or attach to the
+/// detached question this request asked before), wait for the answer.
 async fn ask(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     query: Result<Query<AskQuery>, QueryRejection>,
     BodyText(body): BodyText,
 ) -> Result<Json<AnswerBatch>, ApiError> {
@@ -72,15 +73,15 @@ async fn ask(
         ..AskOptions::default()
     };
     // If the agent hangs up, axum drops this future and the provider's guard
-    // resolves the question as `aborted`.
+    // detaches the question; posting the same request again attaches to it.
     state.ask(&session, request, options).await.map(Json)
 }
 
 /// `GET /api/sessions/{session}/questions` → `{"pending": [...]}`, oldest first.
-async fn list(State(state): State<AppState>, SessionId(session): SessionId) -> Json<PendingList> {
+async fn list(State(state): State<AppState>, Session(session): Session) -> Json<PendingList> {
     let pending = state
         .store()
-        .snapshot(&session)
+        .snapshot(session.as_str())
         .into_iter()
         .map(|q| PendingQuestion {
             id: q.id,
@@ -94,12 +95,12 @@ async fn list(State(state): State<AppState>, SessionId(session): SessionId) -> J
 /// `POST /api/sessions/{session}/questions/{id}/answer`: the first valid answer wins.
 async fn answer(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     QuestionId(id): QuestionId,
     BodyText(body): BodyText,
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
-    state.store().claim(&session, &id, batch)?;
+    state.store().claim(session.as_str(), &id, batch)?;
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -108,10 +109,10 @@ async fn answer(
 /// `POST /api/sessions/{session}/questions/{id}/cancel`: the person closed it.
 async fn cancel(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     QuestionId(id): QuestionId,
 ) -> Result<Json<StatusBody>, ApiError> {
-    state.store().cancel(&session, &id)?;
+    state.store().cancel(session.as_str(), &id)?;
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
@@ -121,7 +122,7 @@ async fn cancel(
 /// from the person, broadcast as `message/created`.
 async fn message(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
     BodyText(body): BodyText,
 ) -> Result<Json<MessageCreated>, ApiError> {
     let post: PostMessage = serde_json::from_str(&body)

@@ -1,23 +1,47 @@
 //! `ask-user ask`: sends a request to a running host and prints the answer,
 //! for shell scripts and agents without MCP.
 //!
+//! When the connection drops before the answer (a proxy restart, a laptop
+//! waking up), it posts the same request again, with backoff, for up to the
+//! host's default detach grace: the host attaches the new post to the same
+//! question (or hands back the answer given meanwhile), so it exits as if
+//! nothing happened. A host it cannot reach at the first try is an error at
+//! once. For a loopback host it ignores proxy variables (`http_proxy`,
+//! `HTTP_PROXY`, `ALL_PROXY`, ...): the request never leaves the machine.
+//!
 //! Exit codes: 0 answered (the batch on stdout), 2 bad input (core's message
 //! on stderr; also the host's 400/422), 3 `ASK_CANCELLED`, 4 `ASK_TIMEOUT`,
 //! 1 anything else. Every failure prints one `Error: <message> (<CODE>)` line
 //! to stderr.
 
-use crate::extract::{MAX_SESSION_CHARS, valid_session};
+use crate::pending::DEFAULT_DETACH_GRACE;
 use ask_user_core::tool::render_error;
 use ask_user_core::wire::ErrorBody;
-use ask_user_core::{AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, UserInteractionError};
+use ask_user_core::{
+    AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, SessionId, UserInteractionError,
+};
 use clap::Args;
 use reqwest::{StatusCode, Url};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+use tokio::time::Instant;
+use url::Host;
 
 /// The host `ask-user ask` talks to when given none.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:7411";
+
+/// How long `ask-user ask` keeps posting its request again after the
+/// connection dropped: the host's default detach grace, after which the host
+/// no longer keeps the question for it.
+pub const REASK_WINDOW: Duration = DEFAULT_DETACH_GRACE;
+
+/// The first pause before posting again; it doubles up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+
+/// The longest pause between two posts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
 /// `ask-user ask`.
 #[derive(Debug, Clone, Args)]
@@ -118,20 +142,20 @@ pub async fn ask(args: &AskArgs) -> AskOutcome {
         Ok(request) => request,
         Err(error) => return AskOutcome::from_core(&error),
     };
-    if !valid_session(&args.session) {
-        return bad_input(format!(
-            "--session: {:?} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -",
-            args.session
-        ));
-    }
+    let session = match SessionId::parse(&args.session) {
+        Ok(session) => session,
+        // Core's message names `session:`; here it is the flag.
+        Err(error) => return bad_input(format!("--{}", error.message)),
+    };
     if args.timeout_ms == Some(0) {
         return bad_input("--timeout-ms: must be at least 1");
     }
-    let (endpoint, token) = match endpoint(args) {
+    let (endpoint, token) = match endpoint(args, &session) {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
-    send(endpoint, token, &request).await
+    let timeout = args.timeout_ms.map(Duration::from_millis);
+    send(endpoint, token, &request, timeout).await
 }
 
 fn read_input(file: Option<&std::path::Path>) -> Result<String, AskOutcome> {
@@ -149,7 +173,7 @@ fn read_input(file: Option<&std::path::Path>) -> Result<String, AskOutcome> {
 }
 
 /// The ask endpoint and the token: `--token`, else a `?token=` on `--url`.
-fn endpoint(args: &AskArgs) -> Result<(Url, Option<String>), AskOutcome> {
+fn endpoint(args: &AskArgs, session: &SessionId) -> Result<(Url, Option<String>), AskOutcome> {
     let mut url = Url::parse(&args.url)
         .map_err(|e| bad_input(format!("--url: {:?} is not a URL: {e}", args.url)))?;
     if url.scheme() != "http" {
@@ -168,34 +192,107 @@ fn endpoint(args: &AskArgs) -> Result<(Url, Option<String>), AskOutcome> {
     url.path_segments_mut()
         .map_err(|()| bad_input(format!("--url: {:?} cannot take a path", args.url)))?
         .pop_if_empty()
-        .extend(["api", "sessions", &args.session, "ask"]);
-    if let Some(ms) = args.timeout_ms {
-        url.query_pairs_mut()
-            .append_pair("timeout_ms", &ms.to_string());
-    }
+        .extend(["api", "sessions", session.as_str(), "ask"]);
     Ok((url, token))
 }
 
-async fn send(endpoint: Url, token: Option<String>, request: &AskRequest) -> AskOutcome {
-    let client = reqwest::Client::new();
+/// The URL of one post: with what is left of `timeout` after `elapsed`, so a
+/// post made again after a dropped connection keeps the original deadline.
+fn post_url(endpoint: &Url, timeout: Option<Duration>, elapsed: Duration) -> Url {
+    let mut url = endpoint.clone();
+    if let Some(timeout) = timeout {
+        let left = timeout
+            .saturating_sub(elapsed)
+            .max(Duration::from_millis(1));
+        url.query_pairs_mut()
+            .append_pair("timeout_ms", &left.as_millis().to_string());
+    }
+    url
+}
+
+/// Whether `url` names this machine: `localhost` or a loopback address.
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Domain(name)) => {
+            name.eq_ignore_ascii_case("localhost")
+                || name.to_ascii_lowercase().ends_with(".localhost")
+        }
+        Some(Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// The HTTP client for `url`: proxy variables are ignored for a loopback
+/// host (a proxy would see the token and the answers, or not reach loopback).
+pub fn http_client(url: &Url) -> reqwest::Client {
+    let builder = reqwest::Client::builder();
+    let builder = if is_loopback(url) {
+        builder.no_proxy()
+    } else {
+        builder
+    };
+    builder.build().expect("a plain-HTTP client always builds")
+}
+
+/// Posts the request until the host answers: again, with backoff, when the
+/// connection drops before the answer.
+async fn send(
+    endpoint: Url,
+    token: Option<String>,
+    request: &AskRequest,
+    timeout: Option<Duration>,
+) -> AskOutcome {
+    let client = http_client(&endpoint);
+    let body = serde_json::to_string(request).expect("requests always serialise");
+    let started = Instant::now();
+    let mut dropped_at: Option<Instant> = None;
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let url = post_url(&endpoint, timeout, started.elapsed());
+        let error = match post(&client, url, token.as_deref(), body.clone()).await {
+            Ok((status, body)) => return outcome(status, &body),
+            Err(error) => error,
+        };
+        if dropped_at.is_none() && error.is_connect() {
+            return failed(format!("cannot reach the host at {endpoint}: {error}"));
+        }
+        let since = *dropped_at.get_or_insert_with(Instant::now);
+        if since.elapsed() >= REASK_WINDOW {
+            return failed(format!(
+                "the connection to the host at {endpoint} kept failing for {} s: {error}",
+                REASK_WINDOW.as_secs()
+            ));
+        }
+        tracing::debug!(%error, "the connection dropped before the answer; asking again");
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// One post: the status and body, or the transport's error.
+async fn post(
+    client: &reqwest::Client,
+    url: Url,
+    token: Option<&str>,
+    body: String,
+) -> Result<(StatusCode, String), reqwest::Error> {
     let mut call = client
-        .post(endpoint.clone())
+        .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(serde_json::to_string(request).expect("requests always serialise"));
+        .body(body);
     if let Some(token) = token {
         call = call.bearer_auth(token);
     }
-    let response = match call.send().await {
-        Ok(response) => response,
-        Err(e) => return failed(format!("cannot reach the host at {endpoint}: {e}")),
-    };
+    let response = call.send().await?;
     let status = response.status();
-    let body = match response.text().await {
-        Ok(body) => body,
-        Err(e) => return failed(format!("the host's answer broke off: {e}")),
-    };
+    Ok((status, response.text().await?))
+}
+
+/// The outcome of the host's answer.
+fn outcome(status: StatusCode, body: &str) -> AskOutcome {
     if status == StatusCode::OK {
-        return match AnswerBatch::from_json(&body) {
+        return match AnswerBatch::from_json(body) {
             Ok(batch) => AskOutcome::Answered(batch),
             Err(error) => failed(format!(
                 "the host answered something that is not a batch: {}",
@@ -203,7 +300,7 @@ async fn send(endpoint: Url, token: Option<String>, request: &AskRequest) -> Ask
             )),
         };
     }
-    from_error_response(status, &body)
+    from_error_response(status, body)
 }
 
 /// The outcome of a non-200 answer from the host.
@@ -229,6 +326,10 @@ pub fn from_error_response(status: StatusCode, body: &str) -> AskOutcome {
 mod tests {
     use super::*;
 
+    fn session() -> SessionId {
+        SessionId::parse("s-1").unwrap()
+    }
+
     fn args(url: &str, token: Option<&str>, timeout_ms: Option<u64>) -> AskArgs {
         AskArgs {
             url: url.to_owned(),
@@ -240,34 +341,75 @@ mod tests {
     }
 
     #[test]
-    fn the_endpoint_is_the_sessions_ask_route_with_the_timeout() {
-        let (url, token) = endpoint(&args("http://127.0.0.1:7411/", Some("t"), Some(50))).unwrap();
+    fn the_endpoint_is_the_sessions_ask_route_with_what_is_left_of_the_timeout() {
+        let (url, token) = endpoint(
+            &args("http://127.0.0.1:7411/", Some("t"), Some(50)),
+            &session(),
+        )
+        .unwrap();
+        assert_eq!(url.as_str(), "http://127.0.0.1:7411/api/sessions/s-1/ask");
+        assert_eq!(token.as_deref(), Some("t"));
+        let timeout = Some(Duration::from_millis(50));
         assert_eq!(
-            url.as_str(),
+            post_url(&url, timeout, Duration::ZERO).as_str(),
             "http://127.0.0.1:7411/api/sessions/s-1/ask?timeout_ms=50"
         );
-        assert_eq!(token.as_deref(), Some("t"));
+        assert_eq!(
+            post_url(&url, timeout, Duration::from_millis(30)).as_str(),
+            "http://127.0.0.1:7411/api/sessions/s-1/ask?timeout_ms=20"
+        );
+        assert_eq!(
+            post_url(&url, timeout, Duration::from_secs(9)).as_str(),
+            "http://127.0.0.1:7411/api/sessions/s-1/ask?timeout_ms=1",
+            "the host times it out itself"
+        );
+        assert_eq!(post_url(&url, None, Duration::from_secs(9)), url);
+    }
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for local in [
+            "http://127.0.0.1:1",
+            "http://127.3.4.5",
+            "http://[::1]:7411",
+            "http://localhost:7411",
+            "http://LOCALHOST",
+            "http://app.localhost",
+        ] {
+            assert!(is_loopback(&Url::parse(local).unwrap()), "{local}");
+        }
+        for remote in ["http://10.0.0.1", "http://example.com", "http://[::2]"] {
+            assert!(!is_loopback(&Url::parse(remote).unwrap()), "{remote}");
+        }
     }
 
     #[test]
     fn the_printed_open_url_lends_its_token() {
-        let (url, token) = endpoint(&args("http://127.0.0.1:9/?token=abc", None, None)).unwrap();
+        let (url, token) = endpoint(
+            &args("http://127.0.0.1:9/?token=abc", None, None),
+            &session(),
+        )
+        .unwrap();
         assert_eq!(url.as_str(), "http://127.0.0.1:9/api/sessions/s-1/ask");
         assert_eq!(token.as_deref(), Some("abc"));
-        let (_, token) = endpoint(&args("http://127.0.0.1:9/?token=abc", Some("x"), None)).unwrap();
+        let (_, token) = endpoint(
+            &args("http://127.0.0.1:9/?token=abc", Some("x"), None),
+            &session(),
+        )
+        .unwrap();
         assert_eq!(token.as_deref(), Some("x"));
     }
 
     #[test]
     fn only_plain_http_urls_are_accepted() {
         assert_eq!(
-            endpoint(&args("https://example.com", None, None))
+            endpoint(&args("https://example.com", None, None), &session())
                 .unwrap_err()
                 .exit_code(),
             2
         );
         assert_eq!(
-            endpoint(&args("not a url", None, None))
+            endpoint(&args("not a url", None, None), &session())
                 .unwrap_err()
                 .exit_code(),
             2

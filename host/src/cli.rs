@@ -1,12 +1,17 @@
 //! The `ask-user` command line.
 
+use crate::pending::DEFAULT_DETACH_GRACE;
 use crate::security::check_token;
 use crate::server::{Limits, connections_for_descriptors};
-use crate::state::{DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, HostConfig, random_token};
+use crate::state::{
+    DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MCP_WAIT_BUDGET, HostConfig,
+    random_token,
+};
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// ask-user: lets an agent ask a person structured questions in a web page.
 #[derive(Debug, Parser)]
@@ -51,7 +56,8 @@ pub struct ServeArgs {
     /// Also accept this host name in `Host`/`Origin` (repeatable).
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
-    /// At most this many questions wait at once; the next ask gets 429.
+    /// At most this many questions are kept at once (waiting, detached, or
+    /// answered for an agent that went away); the next ask gets 429.
     #[arg(long, default_value_t = DEFAULT_MAX_PENDING)]
     pub max_pending: usize,
     /// At most this many MCP sessions are open at once; the next `initialize` gets 429.
@@ -65,6 +71,15 @@ pub struct ServeArgs {
     /// descriptor limit (raised from soft to hard at start) less 128, at most 1024.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_connections: Option<u64>,
+    /// Keep a question whose agent stopped waiting (and an answer no call
+    /// collected) this long for the agent to ask again; 0 aborts it at once.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DETACH_GRACE.as_secs())]
+    pub detach_grace: u64,
+    /// An MCP call without a progress token that is not a task returns
+    /// `waiting` after this long, and the agent calls again; 0 waits forever
+    /// (as does --detach-grace 0, which would lose the question).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MCP_WAIT_BUDGET.as_secs())]
+    pub mcp_wait_budget: u64,
 }
 
 impl ServeArgs {
@@ -103,6 +118,9 @@ impl ServeArgs {
             dist,
             web: !self.no_web,
             demo: self.demo,
+            detach_grace: Duration::from_secs(self.detach_grace),
+            mcp_wait_budget: (self.mcp_wait_budget > 0)
+                .then(|| Duration::from_secs(self.mcp_wait_budget)),
         })
     }
 }
@@ -207,6 +225,18 @@ mod tests {
             serve_args(&["--token", long]).config(1).unwrap().token,
             long
         );
+    }
+
+    #[test]
+    fn the_grace_and_the_wait_budget_default_to_600_and_45_seconds_and_take_their_flags() {
+        let defaults = serve_config(&[]);
+        assert_eq!(defaults.detach_grace, Duration::from_secs(600));
+        assert_eq!(defaults.mcp_wait_budget, Some(Duration::from_secs(45)));
+        let set = serve_config(&["--detach-grace", "0", "--mcp-wait-budget", "2"]);
+        assert_eq!(set.detach_grace, Duration::ZERO);
+        assert_eq!(set.mcp_wait_budget, Some(Duration::from_secs(2)));
+        let forever = serve_config(&["--mcp-wait-budget", "0"]);
+        assert_eq!(forever.mcp_wait_budget, None);
     }
 
     #[test]

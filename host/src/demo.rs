@@ -9,14 +9,14 @@
 use crate::pending::SharedEvent;
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{MessageCreated, Role, SessionEvent};
-use ask_user_core::{
-    AnswerBatch, AskRequest, DEFAULT_SESSION, ErrorCode, Question, QuestionOption,
-};
+use ask_user_core::{AnswerBatch, AskRequest, ErrorCode, Question, QuestionOption, SessionId};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::task::JoinHandle;
 
-/// The session the demo agent talks in.
-pub const DEMO_SESSION: &str = DEFAULT_SESSION;
+/// The session the demo agent talks in: the default one.
+pub fn demo_session() -> SessionId {
+    SessionId::default()
+}
 
 /// What the agent says before it asks.
 pub const REPLY: &str = "Thanks! Before I start, I have three quick questions for you.";
@@ -113,14 +113,15 @@ pub fn summary(request: &AskRequest, answers: &AnswerBatch) -> String {
     text
 }
 
-/// Starts the demo agent in [`DEMO_SESSION`]. It listens from this call on
+/// Starts the demo agent in [`demo_session`]. It listens from this call on
 /// (so no message posted after it returns is missed) and stops at shutdown.
 ///
 /// While it waits for answers it does not listen: messages sent meanwhile are
 /// skipped (not queued, so none is held in the session's buffer and none
 /// starts another round later); it listens again before it posts its summary.
 pub fn spawn(state: AppState) -> JoinHandle<()> {
-    let subscription = state.subscribe(DEMO_SESSION);
+    let session = demo_session();
+    let subscription = state.subscribe(&session);
     let shutdown = state.shutdown_token();
     tokio::spawn(async move {
         let mut events = subscription.events;
@@ -136,7 +137,7 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
                     }) = &*event
                     {
                         drop(events);
-                        events = converse(&state).await;
+                        events = converse(&state, &session).await;
                     }
                 }
                 Err(RecvError::Lagged(missed)) => {
@@ -146,18 +147,18 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
             }
         }
         drop(events);
-        state.store().release(DEMO_SESSION);
+        state.store().release(session.as_str());
     })
 }
 
 /// One turn: reply, ask, listen again, summarise. Returns the new subscription.
-async fn converse(state: &AppState) -> broadcast::Receiver<SharedEvent> {
-    state.post_message(DEMO_SESSION, Role::Agent, REPLY);
+async fn converse(state: &AppState, session: &SessionId) -> broadcast::Receiver<SharedEvent> {
+    state.post_message(session, Role::Agent, REPLY);
     let request = questions();
     let result = state
-        .ask(DEMO_SESSION, request.clone(), AskOptions::default())
+        .ask(session, request.clone(), AskOptions::default())
         .await;
-    let events = state.subscribe(DEMO_SESSION).events;
+    let events = state.subscribe(session).events;
     let text = match result {
         Ok(answers) => summary(&request, &answers),
         Err(error) => match error.as_interaction().map(|e| e.code) {
@@ -167,7 +168,7 @@ async fn converse(state: &AppState) -> broadcast::Receiver<SharedEvent> {
             _ => format!("I could not get your answers: {error}."),
         },
     };
-    state.post_message(DEMO_SESSION, Role::Agent, text);
+    state.post_message(session, Role::Agent, text);
     events
 }
 

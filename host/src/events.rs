@@ -5,7 +5,7 @@
 //! broadcast is re-synced the same way, never left silently behind. Shutdown
 //! ends the stream after the events already sent to it (e.g. `disposed`).
 
-use crate::extract::SessionId;
+use crate::extract::Session;
 use crate::pending::{PendingStore, SharedEvent};
 use crate::state::AppState;
 use axum::Router;
@@ -31,9 +31,13 @@ pub fn router() -> Router<AppState> {
 
 async fn events(
     State(state): State<AppState>,
-    SessionId(session): SessionId,
+    Session(session): Session,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
-    let stream = session_events(state.store().clone(), session, state.shutdown_token());
+    let stream = session_events(
+        state.store().clone(),
+        session.into(),
+        state.shutdown_token(),
+    );
     let stream = futures_util::StreamExt::map(stream, |event| {
         Ok(Event::default().event(event.name()).data(event.data()))
     });
@@ -141,7 +145,14 @@ mod tests {
         );
         // Five questions while the stream is not read: more than the channel holds.
         let ids: Vec<String> = (0..5)
-            .map(|_| store.register("s", request()).unwrap().id)
+            .map(|_| {
+                store
+                    .register("s", request())
+                    .unwrap()
+                    .attachment
+                    .id()
+                    .to_owned()
+            })
             .collect();
         let mut replayed = Vec::new();
         for _ in 0..5 {
@@ -175,7 +186,12 @@ mod tests {
             shutdown.clone(),
         ));
         stream.next().await.unwrap();
-        let id = store.register("s", request()).unwrap().id;
+        let id = store
+            .register("s", request())
+            .unwrap()
+            .attachment
+            .id()
+            .to_owned();
         store.dispose_all();
         shutdown.cancel();
         assert!(

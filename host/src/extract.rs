@@ -1,8 +1,8 @@
 //! Extractors whose refusals are the host's JSON errors.
 
 use crate::error::ApiError;
-use ask_user_core::UserInteractionError;
 use ask_user_core::limits::MAX_ID_CHARS;
+use ask_user_core::{SessionId, UserInteractionError};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::StatusCode;
@@ -10,17 +10,6 @@ use axum::http::request::Parts;
 
 /// The largest request body the host reads (256 KiB).
 pub const BODY_LIMIT: usize = 256 * 1024;
-
-/// The longest session id.
-pub const MAX_SESSION_CHARS: usize = 64;
-
-/// Whether `session` matches `[A-Za-z0-9_-]{1,64}`.
-pub fn valid_session(session: &str) -> bool {
-    (1..=MAX_SESSION_CHARS).contains(&session.len())
-        && session
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
 
 async fn path_param<S: Send + Sync>(
     parts: &mut Parts,
@@ -37,23 +26,17 @@ async fn path_param<S: Send + Sync>(
         .ok_or_else(|| UserInteractionError::bad_request(format!("path: no `{name}`")).into())
 }
 
-/// The `{session}` path segment, checked against `[A-Za-z0-9_-]{1,64}` (400 otherwise).
+/// The `{session}` path segment as core's [`SessionId`] (400 with core's
+/// message otherwise).
 #[derive(Debug, Clone)]
-pub struct SessionId(pub String);
+pub struct Session(pub SessionId);
 
-impl<S: Send + Sync> FromRequestParts<S> for SessionId {
+impl<S: Send + Sync> FromRequestParts<S> for Session {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let session = path_param(parts, state, "session").await?;
-        if !valid_session(&session) {
-            return Err(UserInteractionError::bad_request(format!(
-                "session: {:?} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -",
-                truncate(&session, 80)
-            ))
-            .into());
-        }
-        Ok(Self(session))
+        Ok(Self(SessionId::parse(&session)?))
     }
 }
 

@@ -93,7 +93,9 @@ pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()
     serve_with(listener, state, server::Limits::default()).await
 }
 
-/// Serves [`app`] on `listener` through the host's accept loop ([`server`]:
+/// Starts the host's background tasks ([`AppState::spawn_background_tasks`]:
+/// the detach grace's timer, closing MCP sessions at shutdown), then serves
+/// [`app`] on `listener` through the host's accept loop ([`server`]:
 /// timeouts, the connection cap) until [`ShutdownHandle::shutdown`] is called.
 /// Then connections that are not serving a request close at once, and the
 /// others (the resolved asks' responses) get at most `limits.drain_timeout`
@@ -104,6 +106,7 @@ pub async fn serve_with(
     state: AppState,
     limits: server::Limits,
 ) -> std::io::Result<()> {
+    state.spawn_background_tasks();
     if state.config().demo {
         demo::spawn(state.clone());
     }

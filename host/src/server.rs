@@ -18,9 +18,10 @@
 //! HTTP/1 to `http://` URLs.
 //!
 //! A half-closed connection (the client shut its sending side after its
-//! request) counts as gone, like a closed one: TCP cannot tell a client that
-//! half-closed from one that exited, and an answer written to a client that
-//! exited would be lost.
+//! request) counts as gone, like a closed one (its question is detached and
+//! kept for the agent to ask again): TCP cannot tell a client that half-closed
+//! from one that exited, and an answer written to a client that exited would
+//! be lost.
 
 use crate::security;
 use crate::state::AppState;

@@ -3,17 +3,19 @@
 //! limit and the shutdown signal.
 
 use crate::error::ApiError;
-use crate::pending::{MemoryStore, PendingStore, Subscription};
-use crate::provider::{ASK_DEADLINE, WebProvider};
+use crate::mcp::McpLifecycle;
+use crate::pending::{
+    DEFAULT_DETACH_GRACE, MemoryStore, PendingStore, StoreConfig, Subscription, spawn_grace_timer,
+};
+use crate::provider::{WebProvider, no_room};
 use ask_user_core::wire::{MessageCreated, Role};
 use ask_user_core::{
-    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, Registration, UserInteraction,
-    UserInteractionError,
+    AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
+    SessionId, UserInteraction, UserInteractionError,
 };
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 /// Default for `--max-pending`.
@@ -25,6 +27,11 @@ pub const DEFAULT_MAX_PENDING: usize = 10_000;
 /// channels, so 256 of them stay cheap.
 pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
 
+/// Default for `--mcp-wait-budget`: how long an MCP call without a progress
+/// token (and not a task) waits before it returns `waiting`. Shorter than the
+/// 60 s request timeout common MCP clients default to.
+pub const DEFAULT_MCP_WAIT_BUDGET: Duration = Duration::from_secs(45);
+
 /// How the host runs (what `ask-user serve` was given).
 #[derive(Debug, Clone)]
 pub struct HostConfig {
@@ -34,7 +41,8 @@ pub struct HostConfig {
     pub port: u16,
     /// Host names allowed besides loopback (`--allow-host`), without port.
     pub allow_hosts: Vec<String>,
-    /// At most this many questions wait at once (`--max-pending`).
+    /// At most this many questions are kept at once (`--max-pending`):
+    /// attached, detached, and resolutions held for an asker that went away.
     pub max_pending: usize,
     /// At most this many MCP sessions are open at once (`--max-mcp-sessions`).
     pub max_mcp_sessions: usize,
@@ -44,6 +52,14 @@ pub struct HostConfig {
     pub web: bool,
     /// Whether the demo agent runs in session `default` (`--demo`).
     pub demo: bool,
+    /// How long a detached question, or a resolution no call collected, is
+    /// kept for the asker to come back (`--detach-grace`); zero aborts a
+    /// question as soon as its asker goes away.
+    pub detach_grace: Duration,
+    /// How long an MCP call without a progress token that is not a task waits
+    /// before it returns `waiting` (`--mcp-wait-budget`); `None` waits as long
+    /// as the person needs. Unused when `detach_grace` is zero.
+    pub mcp_wait_budget: Option<Duration>,
 }
 
 impl HostConfig {
@@ -58,6 +74,8 @@ impl HostConfig {
             dist: None,
             web: true,
             demo: false,
+            detach_grace: DEFAULT_DETACH_GRACE,
+            mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
         }
     }
 }
@@ -74,6 +92,8 @@ pub struct AskOptions {
     pub timeout: Option<Duration>,
     /// Give up with `ASK_ABORTED` (outcome `aborted`) when this fires.
     pub abort: AbortSignal,
+    /// Receives the id of the question the person sees.
+    pub presented: PresentedAs,
 }
 
 struct Inner {
@@ -81,9 +101,9 @@ struct Inner {
     store: Arc<dyn PendingStore>,
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
-    capacity: Arc<Semaphore>,
     shutdown: CancellationToken,
     guard: crate::security::Guard,
+    mcp: McpLifecycle,
 }
 
 /// Everything the routes share; cheap to clone.
@@ -103,12 +123,18 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over an in-memory pending table.
+    /// State over an in-memory pending table sized by `config`.
     pub fn new(config: HostConfig) -> Self {
-        Self::with_store(config, Arc::new(MemoryStore::new()))
+        let store = MemoryStore::with_config(StoreConfig {
+            detach_grace: config.detach_grace,
+            max_kept: config.max_pending,
+            ..StoreConfig::default()
+        });
+        Self::with_store(config, Arc::new(store))
     }
 
-    /// State over `store`; registers the web provider unless `config.web` is false.
+    /// State over `store` (which applies its own limit and detach grace);
+    /// registers the web provider unless `config.web` is false.
     pub fn with_store(config: HostConfig, store: Arc<dyn PendingStore>) -> Self {
         let interaction = UserInteraction::new();
         let registration = config.web.then(|| {
@@ -118,16 +144,13 @@ impl AppState {
         });
         Self {
             inner: Arc::new(Inner {
-                // Beyond MAX_PERMITS the semaphore would panic; that many is unbounded anyway.
-                capacity: Arc::new(Semaphore::new(
-                    config.max_pending.min(Semaphore::MAX_PERMITS),
-                )),
                 guard: crate::security::Guard::new(&config.token),
                 config,
                 store,
                 interaction,
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
+                mcp: McpLifecycle::default(),
             }),
         }
     }
@@ -149,7 +172,7 @@ impl AppState {
 
     /// Core's interaction service (with the web provider unless `--no-web`).
     ///
-    /// Ask through [`AppState::ask`] instead: it applies `--max-pending` and timeouts.
+    /// Ask through [`AppState::ask`] instead: it reports `--max-pending` as 429.
     pub fn interaction(&self) -> &UserInteraction {
         &self.inner.interaction
     }
@@ -163,61 +186,54 @@ impl AppState {
     /// validated, normalised answer.
     ///
     /// The one way for every asker (HTTP ask endpoint, MCP, demo agent) to ask:
-    /// it enforces `--max-pending` (`TOO_MANY_PENDING`) and the timeout. Dropping
-    /// the future removes the question and resolves it as `aborted`.
+    /// an identical ask in the same session attaches to a detached question
+    /// (or collects its held resolution); past `--max-pending` it is refused
+    /// with `TOO_MANY_PENDING`. Firing `options.abort` resolves the question
+    /// `aborted`; dropping the future without that detaches it (see
+    /// [`crate::provider`]).
     pub async fn ask(
         &self,
-        session: &str,
+        session: &SessionId,
         request: AskRequest,
         options: AskOptions,
     ) -> Result<AnswerBatch, ApiError> {
-        // Core validates again in ask_with; validating first means a bad request
-        // never counts against the limit and is reported as itself.
+        // Core validates again in ask_with; validating first reports a bad
+        // request as itself, even while shutting down.
         request.validate()?;
         if self.is_shutting_down() {
             return Err(UserInteractionError::provider_disposed().into());
         }
-        let _permit = self
-            .inner
-            .capacity
-            .clone()
-            .try_acquire_owned()
-            .map_err(|_| ApiError::TooManyPending {
-                limit: self.inner.config.max_pending,
-            })?;
-        let context = AskContext::new(options.abort).in_session(session);
-        let ask = self.inner.interaction.ask_with(request, context);
-        let answer = match options.timeout {
-            Some(timeout) => {
-                ASK_DEADLINE
-                    .scope(tokio::time::Instant::now() + timeout, ask)
-                    .await
-            }
-            None => ask.await,
-        };
-        match answer {
+        let context = AskContext::new(options.abort)
+            .in_session(session.clone())
+            .with_timeout(options.timeout)
+            .reporting_to(options.presented);
+        let limit = self.inner.store.max_kept();
+        match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
+            Err(e) if e == no_room(limit) => Err(ApiError::TooManyPending { limit }),
             answer => Ok(answer?),
         }
     }
 
     /// Subscribes to `session`'s events: the replay (pending questions, then
     /// `session/synced`), then everything live (`question/*`, `message/created`).
-    pub fn subscribe(&self, session: &str) -> Subscription {
-        self.inner.store.subscribe(session)
+    pub fn subscribe(&self, session: &SessionId) -> Subscription {
+        self.inner.store.subscribe(session.as_str())
     }
 
     /// Posts a transcript message to `session`'s streams (`message/created`).
     pub fn post_message(
         &self,
-        session: &str,
+        session: &SessionId,
         role: Role,
         text: impl Into<String>,
     ) -> MessageCreated {
-        self.inner.store.post_message(session, role, text.into())
+        self.inner
+            .store
+            .post_message(session.as_str(), role, text.into())
     }
 
     /// The handle that shuts the host down.
@@ -236,6 +252,19 @@ impl AppState {
     pub fn is_shutting_down(&self) -> bool {
         self.inner.shutdown.is_cancelled()
     }
+
+    /// MCP's exchanges and sessions, shared by its router and its shutdown task.
+    pub fn mcp_lifecycle(&self) -> &McpLifecycle {
+        &self.inner.mcp
+    }
+
+    /// Starts the host's background tasks: the detach grace's timer, and
+    /// closing MCP sessions at shutdown. [`crate::serve`] calls it; building
+    /// the router starts nothing.
+    pub fn spawn_background_tasks(&self) {
+        spawn_grace_timer(self.inner.store.clone(), self.shutdown_token());
+        crate::mcp::lifecycle::spawn(self);
+    }
 }
 
 /// Shuts the host down: see [`ShutdownHandle::shutdown`].
@@ -245,9 +274,11 @@ pub struct ShutdownHandle {
 }
 
 impl ShutdownHandle {
-    /// Resolves every pending question as `disposed` (their asks fail with
-    /// `ASK_ABORTED`), refuses new asks, unregisters the web provider and
-    /// signals streams and the server to finish. Idempotent.
+    /// Resolves every pending question, attached or detached, as `disposed`
+    /// (their asks fail with `ASK_ABORTED`), drops the held resolutions (an
+    /// answer among them is logged as never delivered), refuses new asks,
+    /// unregisters the web provider and signals streams and the server to
+    /// finish. Idempotent.
     pub fn shutdown(&self) {
         let inner = &self.state.inner;
         let disposed = inner.store.dispose_all();

@@ -1,10 +1,11 @@
 //! `ask-user ask`: the built binary against a host served in-process on
 //! loopback. Each exit code, with what it prints.
 
-use ask_user_core::wire::SessionEvent;
+use ask_user_core::wire::{Outcome, SessionEvent};
 use ask_user_host::{AppState, HostConfig, serve};
 use serde_json::{Value, json};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -13,6 +14,10 @@ use tokio::process::Command;
 const PATIENCE: Duration = Duration::from_secs(30);
 
 const TOKEN: &str = "cli-test-token-0123456789abcdef";
+
+fn session(name: &str) -> ask_user_core::SessionId {
+    ask_user_core::SessionId::parse(name).unwrap()
+}
 
 async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
     tokio::time::timeout(PATIENCE, future)
@@ -52,7 +57,10 @@ impl Host {
     }
 
     async fn post(&self, path: &str, body: String) -> reqwest::StatusCode {
-        reqwest::Client::new()
+        reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
             .post(format!("{}{path}", self.base))
             .bearer_auth(TOKEN)
             .body(body)
@@ -112,7 +120,7 @@ fn request() -> Value {
 #[tokio::test]
 async fn an_answer_is_printed_to_stdout_with_exit_0() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("cli").events;
+    let mut events = host.state.subscribe(&session("cli")).events;
     let run = ask(
         &["--url", &host.base, "--token", TOKEN, "--session", "cli"],
         &request().to_string(),
@@ -142,7 +150,7 @@ async fn an_answer_is_printed_to_stdout_with_exit_0() {
 #[tokio::test]
 async fn the_request_can_come_from_a_file_and_the_host_from_the_environment() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("default").events;
+    let mut events = host.state.subscribe(&session("default")).events;
     let file = std::env::temp_dir().join(format!("ask-user-cli-{}.json", std::process::id()));
     std::fs::write(&file, request().to_string()).unwrap();
     let run = ask(
@@ -173,7 +181,7 @@ async fn the_request_can_come_from_a_file_and_the_host_from_the_environment() {
 #[tokio::test]
 async fn a_cancelled_question_exits_3_with_cores_line() {
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("cli").events;
+    let mut events = host.state.subscribe(&session("cli")).events;
     let run = ask(
         &[
             "--url",
@@ -351,24 +359,236 @@ async fn other_failures_exit_1_with_an_error_line() {
     );
 }
 
+/// The next event of `events` that is not a transcript message.
+async fn next_event(
+    events: &mut tokio::sync::broadcast::Receiver<ask_user_host::SharedEvent>,
+) -> SessionEvent {
+    loop {
+        let event = within("the next event", events.recv()).await.unwrap();
+        if !matches!(&*event, SessionEvent::MessageCreated(_)) {
+            return (*event).clone();
+        }
+    }
+}
+
 #[tokio::test]
-async fn an_ask_abandoned_by_killing_the_cli_resolves_as_aborted() {
+async fn killing_the_cli_detaches_its_question_and_with_no_grace_aborts_it() {
+    for grace in [Duration::from_secs(600), Duration::ZERO] {
+        let host = start(|config| config.detach_grace = grace).await;
+        let mut events = host.state.subscribe(&session("cli")).events;
+        let run = ask(
+            &["--url", &host.base, "--token", TOKEN, "--session", "cli"],
+            &request().to_string(),
+            &[],
+        );
+        let id = Host::next_question(&mut events).await;
+        // Dropping the task drops the child, which is killed (kill_on_drop).
+        run.abort();
+        match next_event(&mut events).await {
+            SessionEvent::QuestionDetached(detached) if !grace.is_zero() => {
+                assert_eq!(detached.id, id);
+                assert_eq!(host.state.store().pending_count(), 1, "still answerable");
+            }
+            SessionEvent::QuestionResolved(resolved) if grace.is_zero() => {
+                assert_eq!(resolved.id, id);
+                assert_eq!(resolved.outcome, Outcome::Aborted);
+            }
+            other => panic!("grace {grace:?}: {other:?}"),
+        }
+    }
+}
+
+/// A TCP forwarder in front of the host whose open connections the test can
+/// cut, like a proxy restarting.
+struct Cutter {
+    url: String,
+    connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Cutter {
+    async fn start(target: &str) -> Self {
+        let target: std::net::SocketAddr = target.trim_start_matches("http://").parse().unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let connections = Arc::new(Mutex::new(Vec::new()));
+        let open = connections.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
+                let forward = tokio::spawn(async move {
+                    let mut outbound = tokio::net::TcpStream::connect(target).await.unwrap();
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                });
+                open.lock().unwrap().push(forward.abort_handle());
+            }
+        });
+        Self { url, connections }
+    }
+
+    /// Cuts every open connection; returns how many were open.
+    fn cut(&self) -> usize {
+        let open = std::mem::take(&mut *self.connections.lock().unwrap());
+        for connection in &open {
+            connection.abort();
+        }
+        open.len()
+    }
+
+    fn opened(&self) -> usize {
+        self.connections.lock().unwrap().len()
+    }
+}
+
+#[tokio::test]
+async fn a_cut_connection_is_asked_again_and_the_cli_exits_with_the_answer_as_if_nothing_happened()
+{
     let host = start(|_| {}).await;
-    let mut events = host.state.subscribe("cli").events;
+    let cutter = Cutter::start(&host.base).await;
+    let mut events = host.state.subscribe(&session("cli")).events;
     let run = ask(
-        &["--url", &host.base, "--token", TOKEN, "--session", "cli"],
+        &["--url", &cutter.url, "--token", TOKEN, "--session", "cli"],
         &request().to_string(),
         &[],
     );
     let id = Host::next_question(&mut events).await;
-    // Dropping the task drops the child, which is killed (kill_on_drop).
-    run.abort();
+    assert_eq!(cutter.cut(), 1, "the CLI's one connection");
+    match next_event(&mut events).await {
+        SessionEvent::QuestionDetached(detached) => assert_eq!(detached.id, id),
+        other => panic!("expected question/detached, got {other:?}"),
+    }
+    // The CLI posts again (a new connection) and attaches to the same question.
+    match next_event(&mut events).await {
+        SessionEvent::QuestionAttached(attached) => assert_eq!(attached.id, id),
+        other => panic!("expected question/attached, got {other:?}"),
+    }
+    assert_eq!(cutter.opened(), 1, "one new connection");
+    let answer = json!({"answers": [
+        {"id": "lang", "selected": ["Go"]},
+        {"id": "more", "selected": []}
+    ]});
+    let status = host
+        .post(
+            &format!("/api/sessions/cli/questions/{id}/answer"),
+            answer.to_string(),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let run = within("the run", run).await.unwrap();
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(run.stderr, "");
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(printed, answer);
+    match next_event(&mut events).await {
+        SessionEvent::QuestionResolved(resolved) => {
+            assert_eq!((resolved.id, resolved.outcome), (id, Outcome::Answered));
+        }
+        other => panic!("one question throughout, then resolved: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_answer_given_while_the_cli_was_cut_off_is_collected_by_its_next_post() {
+    let host = start(|_| {}).await;
+    let mut events = host.state.subscribe(&session("cli")).events;
+    let cutter = Cutter::start(&host.base).await;
+    let run = ask(
+        &["--url", &cutter.url, "--token", TOKEN, "--session", "cli"],
+        &request().to_string(),
+        &[],
+    );
+    let id = Host::next_question(&mut events).await;
+    cutter.cut();
+    let answer = json!({"answers": [
+        {"id": "lang", "selected": ["Rust (Recommended)"]},
+        {"id": "more", "custom": "now"}
+    ]});
+    // Answer as soon as it is detached, before the CLI's next post.
     loop {
-        let event = within("question/resolved", events.recv()).await.unwrap();
-        if let SessionEvent::QuestionResolved(resolved) = &*event {
-            assert_eq!(resolved.id, id);
-            assert_eq!(resolved.outcome, ask_user_core::wire::Outcome::Aborted);
-            break;
+        match next_event(&mut events).await {
+            SessionEvent::QuestionDetached(detached) => {
+                assert_eq!(detached.id, id);
+                let status = host
+                    .post(
+                        &format!("/api/sessions/cli/questions/{id}/answer"),
+                        answer.to_string(),
+                    )
+                    .await;
+                if status == 200 {
+                    break;
+                }
+            }
+            // The CLI was quicker: it reattached; detach it again.
+            SessionEvent::QuestionAttached(_) => {
+                cutter.cut();
+            }
+            other => panic!("{other:?}"),
         }
     }
+    let run = within("the run", run).await.unwrap();
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        printed,
+        json!({"answers": [
+            {"id": "lang", "selected": ["Rust (Recommended)"]},
+            {"id": "more", "selected": [], "custom": "now"}
+        ]})
+    );
+}
+
+/// A listener standing in for a proxy: it counts the connections it gets.
+async fn fake_proxy() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let reached = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = reached.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(socket);
+        }
+    });
+    (url, reached)
+}
+
+#[tokio::test]
+async fn proxy_variables_are_ignored_for_a_loopback_host() {
+    let host = start(|_| {}).await;
+    let (proxy, reached) = fake_proxy().await;
+    let mut events = host.state.subscribe(&session("cli")).events;
+    let env: Vec<(&str, &str)> = [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ]
+    .into_iter()
+    .map(|name| (name, proxy.as_str()))
+    .collect();
+    let run = ask(
+        &["--url", &host.base, "--token", TOKEN, "--session", "cli"],
+        &request().to_string(),
+        &env,
+    );
+    let id = Host::next_question(&mut events).await;
+    let answer =
+        json!({"answers": [{"id": "lang", "selected": ["Go"]}, {"id": "more", "selected": []}]});
+    let status = host
+        .post(
+            &format!("/api/sessions/cli/questions/{id}/answer"),
+            answer.to_string(),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let run = within("the run", run).await.unwrap();
+    assert_eq!(run.code, 0, "stderr: {}", run.stderr);
+    assert_eq!(
+        reached.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the proxy received nothing"
+    );
 }

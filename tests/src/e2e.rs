@@ -79,6 +79,8 @@ pub struct Snapshot {
     pub message_shown: bool,
     /// The "resolved elsewhere" notice, if shown.
     pub notice: Option<String>,
+    /// The "the agent stopped waiting" line of the request on screen, if shown.
+    pub detached: Option<String>,
     /// A send/cancel error, if shown.
     pub error: Option<String>,
     /// The transcript, oldest first.
@@ -122,6 +124,7 @@ return {
   answer_box: box ? box.value : null,
   message_shown: shown(m),
   notice: text(document.querySelector('[data-auq=notice]')),
+  detached: shown(inQ('[data-auq=detached]')) ? text(inQ('[data-auq=detached]')) : null,
   error: text(document.querySelector('[data-auq=error]')),
   transcript: [...document.querySelectorAll('[data-auq=message-item]')].map((li) => ({
     role: li.getAttribute('data-role'),

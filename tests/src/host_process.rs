@@ -209,6 +209,19 @@ impl HostProcess {
             .parse()
             .ok()
     }
+
+    /// Sends SIGTERM and waits (up to [`PATIENCE`]) for the exit, then lets the
+    /// stderr reader catch up with the last lines.
+    ///
+    /// # Panics
+    /// If the host is still running after [`PATIENCE`].
+    pub fn terminate_and_wait(&mut self) -> ExitStatus {
+        let status = self
+            .terminate(PATIENCE)
+            .expect("the host exits after SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+        status
+    }
 }
 
 impl Drop for HostProcess {

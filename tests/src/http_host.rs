@@ -266,14 +266,45 @@ impl EventStream {
     /// Reads the replay up to and including `session/synced`; returns the
     /// replayed `question/requested` ids and the synced `pending` ids.
     pub async fn replay(&mut self) -> (Vec<String>, Vec<String>) {
-        let mut replayed = Vec::new();
+        let (replayed, pending) = self.replay_detached().await;
+        (replayed.into_iter().map(|(id, _)| id).collect(), pending)
+    }
+
+    /// Reads the replay up to and including `session/synced`; returns each
+    /// replayed question's id with whether a `question/detached` followed its
+    /// `question/requested`, and the synced `pending` ids.
+    pub async fn replay_detached(&mut self) -> (Vec<(String, bool)>, Vec<String>) {
+        let mut replayed: Vec<(String, bool)> = Vec::new();
         loop {
             let frame = self.next().await;
             match frame.session_event() {
-                SessionEvent::QuestionRequested(q) => replayed.push(q.id),
+                SessionEvent::QuestionRequested(q) => replayed.push((q.id, false)),
+                SessionEvent::QuestionDetached(d) => match replayed.last_mut() {
+                    Some((id, detached)) if *id == d.id && !*detached => *detached = true,
+                    _ => panic!(
+                        "question/detached {} does not follow its question/requested",
+                        d.id
+                    ),
+                },
                 SessionEvent::SessionSynced(synced) => return (replayed, synced.pending),
                 other => panic!("unexpected event during replay: {other:?}"),
             }
+        }
+    }
+
+    /// Waits for the next `question/detached` and returns its id.
+    pub async fn detached(&mut self) -> String {
+        match self.next().await.session_event() {
+            SessionEvent::QuestionDetached(d) => d.id,
+            other => panic!("expected question/detached, got {other:?}"),
+        }
+    }
+
+    /// Waits for the next `question/attached` and returns its id.
+    pub async fn attached(&mut self) -> String {
+        match self.next().await.session_event() {
+            SessionEvent::QuestionAttached(a) => a.id,
+            other => panic!("expected question/attached, got {other:?}"),
         }
     }
 

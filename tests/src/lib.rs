@@ -5,6 +5,7 @@ pub mod browser;
 pub mod e2e;
 pub mod host_process;
 pub mod http_host;
+pub mod mcp;
 
 /// A loopback port that was free a moment ago (bind to port 0, read it, release it).
 pub fn free_port() -> u16 {

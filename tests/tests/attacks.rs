@@ -570,7 +570,7 @@ async fn a_60000_character_question_id_is_refused_without_being_echoed() {
 }
 
 #[tokio::test]
-async fn a_half_closed_agent_counts_as_gone_and_gets_no_answer_written_into_the_void() {
+async fn a_half_closed_agent_counts_as_gone_and_its_question_waits_detached_for_it_to_ask_again() {
     let host = start(&[]);
     let token = host.token().unwrap();
     let page = reqwest::Client::new();
@@ -613,8 +613,8 @@ async fn a_half_closed_agent_counts_as_gone_and_gets_no_answer_written_into_the_
         "{}",
         String::from_utf8_lossy(&response)
     );
-    // ... and the question stops waiting on that connection.
-    let resolved = next_event(&mut stream, &mut buffer, "question/resolved").await;
-    assert_eq!(resolved["id"], requested["id"]);
-    assert_eq!(resolved["outcome"], "aborted");
+    // ... and no call waits on the question any more: it is detached (kept
+    // for the agent to ask again), not answered into the void.
+    let detached = next_event(&mut stream, &mut buffer, "question/detached").await;
+    assert_eq!(detached["id"], requested["id"]);
 }

@@ -43,7 +43,7 @@ fn gzip_decoded(bytes: &[u8]) -> Vec<u8> {
 }
 
 #[tokio::test]
-#[ignore = "needs the binary built with the page: `cargo xtask test` runs it (ASK_USER_E2E_DIST, ASK_USER_BIN)"]
+#[ignore = "browser test: needs the browser tests' environment, the binary built with the page (ASK_USER_E2E_DIST, ASK_USER_BIN), though no browser; `cargo xtask test` runs it"]
 async fn serve_started_in_an_empty_folder_serves_every_file_of_the_build_from_inside_the_binary() {
     let dist = e2e_dist();
     let empty = std::env::temp_dir().join(format!("ask-user-empty-{}", std::process::id()));

@@ -2,12 +2,17 @@
 //! the agent gets, what the streams see, and how shutdown ends it.
 
 use ask_user_core::wire::Outcome;
-use ask_user_core::{AbortController, AskRequest};
+use ask_user_core::{AbortController, AskRequest, SessionId};
 use ask_user_host::{ApiError, AskOptions};
 use ask_user_tests::http_host::{TestHost, assert_error, within};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::time::Duration;
+
+fn s1() -> SessionId {
+    SessionId::parse("s1").unwrap()
+}
 
 fn pick_one() -> Value {
     json!({"questions": [{
@@ -208,8 +213,129 @@ async fn cancel_fails_the_ask_with_ask_cancelled_and_resolves_as_cancelled() {
 }
 
 #[tokio::test]
-async fn an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
+async fn an_agent_that_hangs_up_detaches_its_question_and_a_repost_gets_the_answer_given_meanwhile()
+{
     let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let ask = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+
+    // Dropping the request task closes the agent's connection.
+    ask.abort();
+    assert_eq!(tab.detached().await, id, "every tab hears it");
+    assert_eq!(
+        host.pending_ids("s1").await,
+        vec![id.clone()],
+        "still answerable"
+    );
+
+    let (status, body) = host.answer("s1", &id, &answer_postgres()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id, resolved.outcome),
+        (id.clone(), Outcome::Answered)
+    );
+    assert!(host.pending_ids("s1").await.is_empty(), "the page drops it");
+
+    // The same request again: the answer at once, and no second question.
+    let again = host.ask("s1", "", &pick_one());
+    let (status, body) = within("the re-posted ask", again).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
+    let next = host.ask("s1", "", &pick_one());
+    let next_id = tab.requested().await.id;
+    assert_ne!(
+        next_id, id,
+        "the answer was collected once; this is a new question"
+    );
+    host.cancel("s1", &next_id).await;
+    within("the next ask", next).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_repost_while_detached_reattaches_to_the_same_question() {
+    let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let first = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    first.abort();
+    assert_eq!(tab.detached().await, id);
+
+    // A different request is a different question; the same one attaches.
+    let other = json!({"questions": [{"id": "why", "question": "Why?"}]});
+    let different = host.ask("s1", "", &other);
+    let other_id = tab.requested().await.id;
+    assert_ne!(other_id, id);
+    let again = host.ask("s1", "", &pick_one());
+    assert_eq!(tab.attached().await, id, "same id, no second card");
+    assert_eq!(
+        host.pending_ids("s1").await,
+        vec![id.clone(), other_id.clone()]
+    );
+
+    assert_eq!(
+        host.answer("s1", &id, &answer_postgres()).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = within("the reattached ask", again).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
+    host.cancel("s1", &other_id).await;
+    within("the other ask", different).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cancel_while_detached_fails_the_repost_with_ask_cancelled() {
+    let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let first = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    first.abort();
+    tab.detached().await;
+    assert_eq!(host.cancel("s1", &id).await.0, StatusCode::OK);
+    assert_eq!(tab.resolved().await.outcome, Outcome::Cancelled);
+    let (status, body) = within("the re-post", host.ask("s1", "", &pick_one()))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["error"]["code"], "ASK_CANCELLED");
+}
+
+#[tokio::test]
+async fn with_a_one_second_grace_a_detached_question_nobody_asks_for_resolves_aborted() {
+    let host = TestHost::start_with(|config| config.detach_grace = Duration::from_secs(1)).await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let ask = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    ask.abort();
+    assert_eq!(tab.detached().await, id);
+    let detached_at = std::time::Instant::now();
+    assert_eq!(host.pending_ids("s1").await, vec![id.clone()]);
+
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id, resolved.outcome),
+        (id.clone(), Outcome::Aborted)
+    );
+    assert!(
+        detached_at.elapsed() >= Duration::from_millis(900),
+        "not before the grace ran out"
+    );
+    assert!(host.pending_ids("s1").await.is_empty());
+    assert_error(
+        &host.answer("s1", &id, &answer_postgres()).await,
+        StatusCode::CONFLICT,
+        "NOT_PENDING",
+        "did not ask again within the grace",
+    );
+}
+
+#[tokio::test]
+async fn with_no_grace_an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
+    let host = TestHost::start_with(|config| config.detach_grace = Duration::ZERO).await;
     let mut tab = host.events("s1").await;
     tab.replay().await;
     let ask = host.ask("s1", "", &pick_one());
@@ -227,7 +353,7 @@ async fn an_agent_that_hangs_up_aborts_its_question_which_is_not_a_cancel() {
         &host.answer("s1", &id, &answer_postgres()).await,
         StatusCode::CONFLICT,
         "NOT_PENDING",
-        "aborted",
+        "the agent stopped waiting, so it was aborted",
     );
 }
 
@@ -246,7 +372,7 @@ async fn an_owner_abort_through_the_seam_is_ask_aborted_while_a_cancel_is_ask_ca
     let state = host.state.clone();
     let aborted = tokio::spawn({
         let request = request.clone();
-        async move { state.ask("s1", request, options).await }
+        async move { state.ask(&s1(), request, options).await }
     });
     let id = tab.requested().await.id;
     owner.abort();
@@ -260,7 +386,7 @@ async fn an_owner_abort_through_the_seam_is_ask_aborted_while_a_cancel_is_ask_ca
 
     let state = host.state.clone();
     let cancelled =
-        tokio::spawn(async move { state.ask("s1", request, AskOptions::default()).await });
+        tokio::spawn(async move { state.ask(&s1(), request, AskOptions::default()).await });
     let id = tab.requested().await.id;
     assert_eq!(host.cancel("s1", &id).await.0, StatusCode::OK);
     let error = within("the cancelled ask", cancelled)
@@ -546,7 +672,7 @@ async fn an_ask_after_shutdown_began_fails_with_ask_aborted() {
     let request = AskRequest::from_value(pick_one()).unwrap();
     let error: ApiError = host
         .state
-        .ask("s1", request, AskOptions::default())
+        .ask(&s1(), request, AskOptions::default())
         .await
         .unwrap_err();
     assert_eq!(error.code(), "ASK_ABORTED");
@@ -565,5 +691,96 @@ async fn an_enormous_max_pending_is_accepted_as_unbounded() {
         StatusCode::OK
     );
     let (status, body) = within("the ask", ask).await.unwrap();
+    assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
+}
+
+#[tokio::test]
+async fn shutdown_resolves_a_detached_question_and_logs_a_held_answer_as_never_delivered() {
+    use ask_user_tests::host_process::HostProcess;
+    let dist = std::env::temp_dir().join(format!("ask-user-no-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&dist).unwrap();
+    let mut host =
+        HostProcess::start(&dist, &[]).unwrap_or_else(|e| panic!("the host starts: {e}"));
+    let base = host.origin().to_owned();
+    let token = host.token().expect("a token").to_owned();
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let authed = |builder: reqwest::RequestBuilder| builder.bearer_auth(&token);
+    let events = authed(client.get(format!("{base}/api/sessions/s/events")))
+        .send()
+        .await
+        .unwrap();
+    let mut tab = ask_user_tests::http_host::EventStream::new(events);
+    tab.replay().await;
+
+    // Two asks whose agents hang up: one stays detached, one is answered
+    // meanwhile (its answer is held for an agent that never comes back).
+    let free_text = json!({"questions": [{"id": "why", "question": "Why?"}]});
+    let mut ids = Vec::new();
+    for request in [pick_one(), free_text] {
+        let post = authed(client.post(format!("{base}/api/sessions/s/ask")))
+            .body(request.to_string())
+            .send();
+        let ask = tokio::spawn(post);
+        let id = tab.requested().await.id;
+        ask.abort();
+        assert_eq!(tab.detached().await, id);
+        ids.push(id);
+    }
+    let answered =
+        authed(client.post(format!("{base}/api/sessions/s/questions/{}/answer", ids[1])))
+            .body(json!({"answers": [{"id": "why", "custom": "because"}]}).to_string())
+            .send()
+            .await
+            .unwrap();
+    assert_eq!(answered.status(), StatusCode::OK);
+    assert_eq!(tab.resolved().await.outcome, Outcome::Answered);
+
+    let status = host.terminate_and_wait();
+    assert!(status.success(), "{status}");
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id.as_str(), resolved.outcome),
+        (ids[0].as_str(), Outcome::Disposed)
+    );
+    let logs = host.stderr();
+    let never = logs
+        .lines()
+        .filter(|line| line.contains("never delivered"))
+        .collect::<Vec<_>>();
+    assert_eq!(never.len(), 1, "logged once: {logs}");
+    assert!(
+        never[0].contains(&ids[1]),
+        "names the question: {}",
+        never[0]
+    );
+    std::fs::remove_dir_all(&dist).ok();
+}
+
+#[tokio::test]
+async fn a_detached_question_counts_against_max_pending_but_its_own_repost_always_fits() {
+    let host = TestHost::start_with(|config| config.max_pending = 1).await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let first = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    first.abort();
+    assert_eq!(tab.detached().await, id);
+
+    let other = json!({"questions": [{"id": "why", "question": "Why?"}]});
+    assert_error(
+        &within("the refusal", host.ask("s1", "", &other))
+            .await
+            .unwrap(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "TOO_MANY_PENDING",
+        "at most 1",
+    );
+    let again = host.ask("s1", "", &pick_one());
+    assert_eq!(tab.attached().await, id);
+    assert_eq!(
+        host.answer("s1", &id, &answer_postgres()).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = within("the reattached ask", again).await.unwrap();
     assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
 }

@@ -1,6 +1,7 @@
 //! The session event stream over real HTTP: replay on every open with the same
 //! ids, `session/synced`, live events per session, and transcript messages.
 
+use ask_user_core::SessionId;
 use ask_user_core::wire::{MessageCreated, Outcome, Role, SessionEvent};
 use ask_user_tests::http_host::{TestHost, within};
 use reqwest::StatusCode;
@@ -125,7 +126,7 @@ async fn a_posted_message_reaches_every_stream_of_the_session_as_message_created
     let mut tab_b = host.events("chat").await;
     tab_a.replay().await;
     tab_b.replay().await;
-    let mut agent = host.state.subscribe("chat");
+    let mut agent = host.state.subscribe(&SessionId::parse("chat").unwrap());
 
     let (status, body) = host
         .post(
@@ -153,7 +154,9 @@ async fn a_posted_message_reaches_every_stream_of_the_session_as_message_created
     assert_eq!(*seen, SessionEvent::MessageCreated(created));
 
     // The agent side posts through the state; tabs see role "agent".
-    let reply = host.state.post_message("chat", Role::Agent, "Hi!");
+    let reply = host
+        .state
+        .post_message(&SessionId::parse("chat").unwrap(), Role::Agent, "Hi!");
     let frame = tab_a.next().await;
     assert_eq!(
         frame.json(),
@@ -191,4 +194,37 @@ async fn the_stream_needs_the_token_and_a_valid_session() {
         (status, body["error"]["code"].clone()),
         (StatusCode::BAD_REQUEST, json!("BAD_REQUEST"))
     );
+}
+
+#[tokio::test]
+async fn a_reopened_stream_replays_which_questions_no_call_waits_on() {
+    let host = TestHost::start().await;
+    let mut watcher = host.events("s1").await;
+    watcher.replay().await;
+    let waiting = host.ask("s1", "", &question("a"));
+    let a = watcher.requested().await.id;
+    let gone = host.ask("s1", "", &question("b"));
+    let b = watcher.requested().await.id;
+    gone.abort();
+    assert_eq!(watcher.detached().await, b);
+
+    let mut tab = host.events("s1").await;
+    let (replayed, pending) = tab.replay_detached().await;
+    assert_eq!(replayed, vec![(a.clone(), false), (b.clone(), true)]);
+    assert_eq!(pending, vec![a.clone(), b.clone()]);
+
+    // Asked again: attached, and a later replay says so.
+    let back = host.ask("s1", "", &question("b"));
+    assert_eq!(watcher.attached().await, b);
+    assert_eq!(tab.attached().await, b, "live to every open stream");
+    let (replayed, _) = host.events("s1").await.replay_detached().await;
+    assert_eq!(replayed, vec![(a.clone(), false), (b.clone(), false)]);
+
+    for id in [&a, &b] {
+        host.cancel("s1", id).await;
+    }
+    within("the asks", async {
+        (waiting.await.unwrap(), back.await.unwrap())
+    })
+    .await;
 }

@@ -95,6 +95,19 @@ pub fn QuestionComposer(
         })
     };
 
+    // The agent stopped waiting: say so calmly; the request stays answerable.
+    let detached = move || {
+        with_active(vm, |a| a.detached)
+            .unwrap_or(false)
+            .then(|| {
+                view! {
+                    <p class="auq-detached" data-auq="detached" role="status">
+                        {texts.detached}
+                    </p>
+                }
+            })
+    };
+
     view! {
         <div class="auq-live auq-visually-hidden" role="status" aria-live="polite" data-auq="live">
             {live}
@@ -123,6 +136,7 @@ pub fn QuestionComposer(
             }
         >
             <Strip session texts />
+            {detached}
             {body}
         </section>
     }

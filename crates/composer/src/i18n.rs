@@ -110,6 +110,8 @@ pub struct Texts {
     pub disconnected: &'static str,
     /// Dismisses a notice.
     pub dismiss: &'static str,
+    /// Shown on a request no call waits on any more; it stays answerable.
+    pub detached: &'static str,
     /// Prefix of an answer that could not be sent.
     pub answer_failed: &'static str,
     /// Prefix of a cancel that could not be sent.
@@ -191,6 +193,7 @@ static EN: Texts = Texts {
     reconnecting: "Reconnecting…",
     disconnected: "Disconnected from the host. Reload the page to reconnect.",
     dismiss: "Dismiss",
+    detached: "The agent stopped waiting. Your answer is kept and reaches it when it asks again.",
     answer_failed: "Could not send your answer:",
     cancel_failed: "Could not cancel:",
     steps: "Questions",
@@ -252,6 +255,7 @@ static ZH: Texts = Texts {
     reconnecting: "正在重新连接…",
     disconnected: "与主机的连接已断开。请刷新页面重新连接。",
     dismiss: "关闭",
+    detached: "智能体已停止等待。你的回答会保留下来，它再次提问时就会收到。",
     answer_failed: "回答发送失败：",
     cancel_failed: "取消失败：",
     steps: "问题",

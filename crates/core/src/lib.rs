@@ -81,6 +81,7 @@ pub mod questionnaire;
 pub mod recommend;
 pub mod request;
 pub mod seam;
+pub mod session;
 pub mod tool;
 pub mod wire;
 
@@ -89,6 +90,7 @@ pub use error::{ErrorCode, UserInteractionError};
 pub use recommend::{Recommendation, is_recommended, recommendation};
 pub use request::{AskRequest, Intent, IntentKind, Question, QuestionOption};
 pub use seam::{
-    AbortController, AbortSignal, AskContext, DEFAULT_SESSION, ProviderFuture, Registration,
+    AbortController, AbortSignal, AskContext, PresentedAs, ProviderFuture, Registration,
     UserInteraction, UserInteractionProvider,
 };
+pub use session::{DEFAULT_SESSION, SessionId};

@@ -11,14 +11,13 @@
 use crate::answer::AnswerBatch;
 use crate::error::UserInteractionError;
 use crate::request::AskRequest;
+use crate::session::SessionId;
 use futures_util::future::{Either, select};
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-
-/// The session an ask belongs to when the caller names none.
-pub const DEFAULT_SESSION: &str = "default";
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
 
 /// `Send` on native targets; nothing on wasm32, where futures are single-threaded.
 #[cfg(not(target_arch = "wasm32"))]
@@ -45,33 +44,85 @@ pub type ProviderFuture<'a> =
 pub trait UserInteractionProvider: MaybeSend {
     /// Presents `request` (already validated) and resolves with the person's
     /// answer, or an error: `ASK_CANCELLED` when the person closed it,
-    /// `ASK_FAILED` when it could not be presented. The future is dropped when
-    /// `context.abort` fires; the provider may also watch the signal to clean up.
+    /// `ASK_TIMEOUT` when `context.timeout` ran out, `ASK_FAILED` when it could
+    /// not be presented. The future is dropped when `context.abort` fires; the
+    /// provider may also watch the signal to clean up.
+    ///
+    /// The future may also be dropped *without* the signal firing (the asker
+    /// went away: a dropped connection, a client that stopped waiting). A
+    /// provider tells the two apart by [`AbortSignal::is_aborted`]: fired means
+    /// the asker ended the ask on purpose; not fired means it only stopped
+    /// listening, and a provider that can keep the question for a later,
+    /// identical ask may do so.
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_>;
 }
 
-/// Who asks and how the asker gives up.
-#[derive(Debug, Clone)]
+/// Who asks, how long they wait and how the asker gives up.
+#[derive(Debug, Clone, Default)]
 pub struct AskContext {
     /// The conversation the question belongs to.
-    pub session: String,
-    /// Fires when the asking side gives up.
+    pub session: SessionId,
+    /// Fires when the asking side gives up on purpose.
     pub abort: AbortSignal,
+    /// Give up with `ASK_TIMEOUT` this long after the provider presented the
+    /// question; `None` waits as long as the person needs. A budget rather
+    /// than an instant, so core stays free of any runtime's clock: the
+    /// provider turns it into a timer of its own.
+    pub timeout: Option<Duration>,
+    /// Where the provider reports the id it presented the question under.
+    pub presented: PresentedAs,
 }
 
 impl AskContext {
-    /// A context in the default session.
+    /// A context in the default session, without a timeout.
     pub fn new(abort: AbortSignal) -> Self {
         Self {
-            session: DEFAULT_SESSION.to_owned(),
             abort,
+            ..Self::default()
         }
     }
 
     /// The same context in another session.
-    pub fn in_session(mut self, session: impl Into<String>) -> Self {
-        self.session = session.into();
+    pub fn in_session(mut self, session: SessionId) -> Self {
+        self.session = session;
         self
+    }
+
+    /// The same context with a timeout.
+    pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The same context reporting the presented id to `presented`.
+    pub fn reporting_to(mut self, presented: PresentedAs) -> Self {
+        self.presented = presented;
+        self
+    }
+}
+
+/// A cell the provider fills with the id it presented the question under, so
+/// the asker can name the question later (e.g. an agent told "still waiting
+/// on q_…"). Clones share the cell; the first id set stays.
+#[derive(Debug, Clone, Default)]
+pub struct PresentedAs {
+    id: Arc<OnceLock<String>>,
+}
+
+impl PresentedAs {
+    /// An empty cell.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the presented id (once; later calls change nothing).
+    pub fn set(&self, id: impl Into<String>) {
+        let _ = self.id.set(id.into());
+    }
+
+    /// The presented id, once the provider reported one.
+    pub fn id(&self) -> Option<&str> {
+        self.id.get().map(String::as_str)
     }
 }
 

@@ -25,7 +25,30 @@ it is never pre-selected. The result is {\"answers\": [{\"id\", \"selected\": [l
 `selected` holds the chosen labels exactly as you wrote them, `custom` the user's own words, \
 and an empty `selected` without `custom` means the user skipped that question. \
 If the user cancels, the tool fails with ASK_CANCELLED: do not ask the same thing again; \
-continue with what you have or stop and say what you need.";
+continue with what you have or stop and say what you need. \
+If the result says the person has not answered yet, call ask_user_question again with exactly \
+the same arguments to keep waiting: the question stays open and their answer is kept.";
+
+/// The `status` of a result that is not an answer yet: the person has not
+/// answered, the question stays open, and the same call collects the answer.
+pub const WAITING_STATUS: &str = "waiting";
+
+/// The text of a `waiting` result for the question `id`. It starts with
+/// `The person has not answered yet.` and tells the model to call again with
+/// exactly the same arguments.
+///
+/// ```
+/// let text = ask_user_core::tool::render_waiting("q_1");
+/// assert!(text.starts_with("The person has not answered yet."));
+/// assert!(text.contains("exactly the same arguments"));
+/// ```
+pub fn render_waiting(id: &str) -> String {
+    format!(
+        "The person has not answered yet. The question ({id}) is still open in their page. \
+         Call {TOOL_NAME} again with exactly the same arguments to keep waiting; \
+         their answer comes back as soon as they give it."
+    )
+}
 
 /// The JSON Schema of the tool's arguments ([`crate::AskRequest`]).
 ///

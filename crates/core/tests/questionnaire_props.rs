@@ -6,7 +6,7 @@ mod questionnaire_support;
 
 use ask_user_core::AskRequest;
 use ask_user_core::questionnaire::*;
-use ask_user_core::wire::Outcome;
+use ask_user_core::wire::{Outcome, QuestionRef, SessionEvent};
 use proptest::prelude::*;
 use questionnaire_support::*;
 
@@ -72,6 +72,14 @@ fn action_strategy() -> impl Strategy<Value = Action> {
         1 => (0..IDS.len(), prop_oneof![Just(Outcome::Answered), Just(Outcome::Cancelled), Just(Outcome::Timeout)])
             .prop_map(|(i, o)| resolved(IDS[i], o)),
         1 => prop::sample::subsequence(IDS.to_vec(), 0..=3).prop_map(|ids| synced(&ids)),
+        1 => (0..IDS.len(), any::<bool>()).prop_map(|(i, gone)| {
+            let question = QuestionRef { id: IDS[i].to_owned() };
+            Action::FrameReceived(if gone {
+                SessionEvent::QuestionDetached(question)
+            } else {
+                SessionEvent::QuestionAttached(question)
+            })
+        }),
         4 => (0usize..5).prop_map(|index| Action::OptionChosen { index }),
         3 => (0usize..5).prop_map(|index| Action::OptionToggled { index }),
         1 => (0usize..5).prop_map(|index| Action::OptionFocused { index }),

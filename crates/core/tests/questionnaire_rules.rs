@@ -4,7 +4,7 @@ mod questionnaire_support;
 
 use ask_user_core::AskRequest;
 use ask_user_core::questionnaire::*;
-use ask_user_core::wire::{MessageCreated, Outcome, Role, SessionEvent};
+use ask_user_core::wire::{MessageCreated, Outcome, QuestionRef, Role, SessionEvent};
 use questionnaire_support::*;
 use serde_json::json;
 
@@ -253,6 +253,71 @@ fn a_message_frame_does_not_touch_the_questionnaire() {
         })),
     );
     assert!(fx.is_empty());
+    assert_eq!(state, before);
+}
+
+fn detached(id: &str) -> Action {
+    Action::FrameReceived(SessionEvent::QuestionDetached(QuestionRef {
+        id: id.into(),
+    }))
+}
+
+fn attached(id: &str) -> Action {
+    Action::FrameReceived(SessionEvent::QuestionAttached(QuestionRef {
+        id: id.into(),
+    }))
+}
+
+#[test]
+fn a_detached_frame_marks_the_request_and_changes_nothing_else() {
+    let mut state = with_three();
+    run(
+        &mut state,
+        [Action::OptionChosen { index: 1 }, typed("half")],
+    );
+    assert!(!active(&state).is_detached());
+    let before = state.clone();
+    let fx = apply(&mut state, detached("q1"));
+    assert!(fx.is_empty(), "no focus move, no announcement: {fx:?}");
+    assert!(active(&state).is_detached());
+    assert_eq!(active(&state).drafts, before.active().unwrap().drafts);
+    assert_eq!(
+        active(&state).option_focus,
+        before.active().unwrap().option_focus
+    );
+    assert!(active(&state).is_editable(), "still answerable");
+}
+
+#[test]
+fn an_attached_frame_clears_the_mark() {
+    let mut state = with_three();
+    apply(&mut state, detached("q1"));
+    let fx = apply(&mut state, attached("q1"));
+    assert!(fx.is_empty());
+    assert!(!active(&state).is_detached());
+}
+
+#[test]
+fn a_replay_clears_the_mark_unless_it_repeats_the_detached_frame() {
+    let mut state = with_three();
+    apply(&mut state, detached("q1"));
+    // Reconnected after the agent came back: the replay has no detached frame.
+    apply(&mut state, requested("q1", 1_000, three_items()));
+    assert!(!active(&state).is_detached());
+    // Reconnected while it is still detached: the replay says so again.
+    run(
+        &mut state,
+        [requested("q1", 1_000, three_items()), detached("q1")],
+    );
+    assert!(active(&state).is_detached());
+}
+
+#[test]
+fn detached_and_attached_frames_for_unknown_ids_change_nothing() {
+    let mut state = with_three();
+    let before = state.clone();
+    assert!(apply(&mut state, detached("q9")).is_empty());
+    assert!(apply(&mut state, attached("q9")).is_empty());
     assert_eq!(state, before);
 }
 

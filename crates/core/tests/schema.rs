@@ -329,6 +329,8 @@ fn the_description_tells_the_model_how_to_ask() {
         "\" (Recommended)\"",      // how to mark a recommendation
         "multi_select",
         "ASK_CANCELLED",
+        // a `waiting` result: call again, same arguments
+        "has not answered yet, call ask_user_question again with exactly the same arguments",
     ] {
         assert!(d.contains(phrase), "description lacks {phrase:?}");
     }

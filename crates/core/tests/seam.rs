@@ -46,7 +46,11 @@ impl UserInteractionProvider for Scripted {
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
         self.calls.count.fetch_add(1, Ordering::SeqCst);
         self.calls.requests.lock().unwrap().push(request);
-        self.calls.sessions.lock().unwrap().push(context.session);
+        self.calls
+            .sessions
+            .lock()
+            .unwrap()
+            .push(context.session.to_string());
         let reply = self
             .reply
             .clone()
@@ -504,7 +508,8 @@ fn ask_with_passes_the_session_to_the_provider() {
     let (provider, calls) = Scripted::answering(json!([{"id": "db", "selected": []}]));
     let _registration = service.register_provider(provider).unwrap();
     ask(&service, one_question()).unwrap();
-    let context = AskContext::new(AbortSignal::never()).in_session("review-42");
+    let context = AskContext::new(AbortSignal::never())
+        .in_session(ask_user_core::SessionId::parse("review-42").unwrap());
     block_on(service.ask_with(one_question(), context)).unwrap();
     assert_eq!(
         *calls.sessions.lock().unwrap(),
@@ -523,4 +528,43 @@ fn the_ask_future_is_send_so_a_multithreaded_host_can_spawn_it() {
     std::thread::spawn(move || thread_service.has_provider())
         .join()
         .unwrap();
+}
+
+/// Reports the timeout it was given and presents every question as `q_1`.
+struct Presenting {
+    timeouts: Mutex<Vec<Option<std::time::Duration>>>,
+}
+
+impl UserInteractionProvider for Presenting {
+    fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
+        self.timeouts.lock().unwrap().push(context.timeout);
+        context.presented.set("q_1");
+        let answers = request
+            .questions
+            .iter()
+            .map(|q| json!({"id": q.id, "selected": []}))
+            .collect::<Vec<_>>();
+        Box::pin(async move { Ok(serde_json::from_value(json!({ "answers": answers })).unwrap()) })
+    }
+}
+
+#[test]
+fn ask_with_hands_the_timeout_to_the_provider_and_its_presented_id_back_to_the_asker() {
+    let service = UserInteraction::new();
+    let provider = Arc::new(Presenting {
+        timeouts: Mutex::new(Vec::new()),
+    });
+    let _registration = service.register_provider(provider.clone()).unwrap();
+    let presented = ask_user_core::PresentedAs::new();
+    let context = AskContext::new(AbortSignal::never())
+        .with_timeout(Some(std::time::Duration::from_millis(1500)))
+        .reporting_to(presented.clone());
+    assert_eq!(presented.id(), None);
+    block_on(service.ask_with(one_question(), context)).unwrap();
+    assert_eq!(presented.id(), Some("q_1"));
+    ask(&service, one_question()).unwrap();
+    assert_eq!(
+        *provider.timeouts.lock().unwrap(),
+        [Some(std::time::Duration::from_millis(1500)), None]
+    );
 }

@@ -1,5 +1,6 @@
-//! Model-based tests of the pending table: random interleavings of
-//! register / claim / cancel / abort / reopen against a plain model.
+//! Model-based tests of the pending table: random interleavings of register
+//! (new, reattach, collect) / claim / cancel / abort / let go (abort, detach)
+//! / read / expire / reopen against a plain model.
 
 use super::*;
 use ask_user_core::ErrorCode;
@@ -9,11 +10,15 @@ use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::oneshot::error::TryRecvError as OneshotTryRecvError;
 
 const SESSIONS: [&str; 3] = ["s0", "s1", "s2"];
+/// Two different requests, so reattaching must match the request too.
+const VARIANTS: usize = 2;
+const GRACE: Duration = Duration::from_secs(1000);
+const MAX_KEPT: usize = 6;
 
-fn request() -> AskRequest {
-    AskRequest::from_json(
-        r#"{"questions": [{"id": "q", "question": "Pick", "options": [{"label": "a"}, {"label": "b"}]}]}"#,
-    )
+fn request(variant: usize) -> AskRequest {
+    AskRequest::from_json(&format!(
+        r#"{{"questions": [{{"id": "q", "question": "Pick {variant}", "options": [{{"label": "a"}}, {{"label": "b"}}]}}]}}"#
+    ))
     .unwrap()
 }
 
@@ -24,61 +29,119 @@ fn answer(label: &str) -> AnswerBatch {
     .unwrap()
 }
 
+fn store() -> MemoryStore {
+    MemoryStore::with_config(StoreConfig {
+        channel_capacity: 1024,
+        detach_grace: GRACE,
+        max_kept: MAX_KEPT,
+    })
+}
+
 #[derive(Debug, Clone)]
 enum Op {
-    Register(usize),
+    Register(usize, usize),
     /// Claim a known id (or an unknown one), in its own session or another,
     /// with a valid or an invalid answer.
     Claim(Index, bool, bool),
     Cancel(Index, bool),
     Abort(Index, bool),
+    /// A call lets go of its question: on purpose (abort) or not (detach).
+    LetGo(Index, bool),
+    /// A call reads its resolution.
+    Read(Index),
+    /// Every grace runs out.
+    ExpireAll,
     Reopen(usize),
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (0..SESSIONS.len()).prop_map(Op::Register),
+        4 => (0..SESSIONS.len(), 0..VARIANTS).prop_map(|(s, v)| Op::Register(s, v)),
         3 => (any::<Index>(), any::<bool>(), any::<bool>()).prop_map(|(i, own, valid)| Op::Claim(i, own, valid)),
         2 => (any::<Index>(), any::<bool>()).prop_map(|(i, own)| Op::Cancel(i, own)),
-        2 => (any::<Index>(), any::<bool>()).prop_map(|(i, timeout)| Op::Abort(i, timeout)),
+        1 => (any::<Index>(), any::<bool>()).prop_map(|(i, timeout)| Op::Abort(i, timeout)),
+        3 => (any::<Index>(), any::<bool>()).prop_map(|(i, abort)| Op::LetGo(i, abort)),
+        2 => any::<Index>().prop_map(Op::Read),
+        1 => Just(Op::ExpireAll),
         1 => (0..SESSIONS.len()).prop_map(Op::Reopen),
     ]
 }
 
-/// The model: which ids wait where, in order, and how the others ended.
+/// Where a question stands in the model.
+#[derive(Debug, Clone, PartialEq)]
+enum State {
+    Attached,
+    Detached,
+    /// Resolved while no call waited (or recovered from a call that never
+    /// read it): kept for the next identical ask.
+    Held(Resolution),
+    /// A call holds the resolution in its waiter, unread.
+    Delivered(Resolution),
+    /// Gone for good.
+    Ended(Ended),
+}
+
+#[derive(Debug, Clone)]
+struct Question {
+    id: String,
+    session: usize,
+    variant: usize,
+    /// Order of the question (held resolutions keep their question's).
+    seq: u64,
+    state: State,
+    /// Not pending any more: its `NOT_PENDING` reason.
+    ended: Option<Ended>,
+}
+
+/// The model: every question ever registered and where it stands.
 #[derive(Default)]
 struct Model {
-    /// Every id ever registered, with its session.
-    known: Vec<(String, usize)>,
-    pending: Vec<(String, usize)>,
-    outcome: HashMap<String, Outcome>,
+    questions: Vec<Question>,
+    next_seq: u64,
 }
 
 impl Model {
-    fn pick(&self, index: &Index) -> (String, usize) {
-        // One slot past the known ids stands for an id nobody registered.
-        let i = index.index(self.known.len() + 1);
-        self.known
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| ("q_unknown".to_owned(), 0))
+    fn pick(&self, index: &Index) -> Option<usize> {
+        // One slot past the known questions stands for an id nobody registered.
+        let i = index.index(self.questions.len() + 1);
+        (i < self.questions.len()).then_some(i)
     }
 
-    fn is_pending(&self, id: &str) -> bool {
-        self.pending.iter().any(|(p, _)| p == id)
+    fn is_pending(&self, i: usize) -> bool {
+        matches!(self.questions[i].state, State::Attached | State::Detached)
     }
 
-    fn resolve(&mut self, id: &str, outcome: Outcome) {
-        self.pending.retain(|(p, _)| p != id);
-        self.outcome.insert(id.to_owned(), outcome);
-    }
-
-    fn pending_in(&self, session: usize) -> Vec<String> {
-        self.pending
+    fn pending_in(&self, session: usize) -> Vec<(String, bool)> {
+        let mut pending: Vec<&Question> = self
+            .questions
             .iter()
-            .filter(|(_, s)| *s == session)
-            .map(|(id, _)| id.clone())
+            .filter(|q| {
+                q.session == session && matches!(q.state, State::Attached | State::Detached)
+            })
+            .collect();
+        pending.sort_by_key(|q| q.seq);
+        pending
+            .into_iter()
+            .map(|q| (q.id.clone(), q.state == State::Detached))
             .collect()
+    }
+
+    fn count(&self, f: impl Fn(&State) -> bool) -> usize {
+        self.questions.iter().filter(|q| f(&q.state)).count()
+    }
+
+    /// The question an identical ask attaches to: the oldest detached or held one.
+    fn reattachable(&self, session: usize, variant: usize) -> Option<usize> {
+        self.questions
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| {
+                q.session == session
+                    && q.variant == variant
+                    && matches!(q.state, State::Detached | State::Held(_))
+            })
+            .min_by_key(|(_, q)| q.seq)
+            .map(|(i, _)| i)
     }
 }
 
@@ -120,7 +183,7 @@ fn requested(id: &str) -> SessionEvent {
     SessionEvent::QuestionRequested(QuestionRequested {
         id: id.to_owned(),
         session: String::new(),
-        request: request(),
+        request: request(0),
         created_at_ms: 0,
     })
 }
@@ -132,31 +195,34 @@ fn resolved(id: &str, outcome: Outcome) -> SessionEvent {
     })
 }
 
-fn reason(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Answered => "already answered",
-        Outcome::Cancelled => "cancelled",
-        Outcome::Aborted => "aborted",
-        Outcome::Timeout => "timed out",
-        Outcome::Disposed => "shut down",
+fn detached(id: &str) -> SessionEvent {
+    SessionEvent::QuestionDetached(QuestionRef { id: id.to_owned() })
+}
+
+fn attached(id: &str) -> SessionEvent {
+    SessionEvent::QuestionAttached(QuestionRef { id: id.to_owned() })
+}
+
+fn check_not_pending(error: UserInteractionError, why: Option<Ended>) {
+    assert_eq!(error.code, ErrorCode::NotPending, "{error}");
+    match why {
+        Some(ended) => assert!(error.message.ends_with(ended.reason()), "{error}"),
+        None => assert!(error.message.contains("no such question"), "{error}"),
     }
 }
 
-fn check_not_pending(error: UserInteractionError, model: &Model, id: &str, own: bool) {
-    assert_eq!(error.code, ErrorCode::NotPending, "{error}");
-    if let (true, Some(outcome)) = (own, model.outcome.get(id)) {
-        assert!(error.message.contains(reason(*outcome)), "{error}");
-    }
-}
+/// A call's hold on a question: its attachment and its waiter.
+type Call = (Attachment, oneshot::Receiver<Resolution>);
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(192))]
 
     #[test]
     fn the_pending_table_behaves_like_its_model(ops in prop::collection::vec(op(), 1..80)) {
-        let store = MemoryStore::with_channel_capacity(1024);
+        let store = store();
         let mut model = Model::default();
-        let mut waiters: HashMap<String, oneshot::Receiver<Resolution>> = HashMap::new();
+        // The call holding each question, by model index.
+        let mut calls: HashMap<usize, Call> = HashMap::new();
         let mut watchers: Vec<Watcher> = SESSIONS
             .iter()
             .map(|s| {
@@ -168,105 +234,245 @@ proptest! {
 
         for op in ops {
             match op {
-                Op::Register(session) => {
-                    let registered = store.register(SESSIONS[session], request()).unwrap();
-                    prop_assert!(!model.known.iter().any(|(id, _)| *id == registered.id), "ids are unique");
-                    model.known.push((registered.id.clone(), session));
-                    model.pending.push((registered.id.clone(), session));
-                    watchers[session].expected.push_back(requested(&registered.id));
-                    waiters.insert(registered.id, registered.waiter);
+                Op::Register(session, variant) => {
+                    let result = store.register(SESSIONS[session], request(variant));
+                    match model.reattachable(session, variant) {
+                        Some(i) => {
+                            let registered = result.unwrap();
+                            prop_assert_eq!(registered.attachment.id(), model.questions[i].id.as_str());
+                            let mut waiter = registered.waiter;
+                            match model.questions[i].state.clone() {
+                                State::Detached => {
+                                    prop_assert_eq!(registered.found, Found::Reattached);
+                                    prop_assert!(waiter.try_recv().is_err());
+                                    model.questions[i].state = State::Attached;
+                                    watchers[session].expected.push_back(attached(&model.questions[i].id));
+                                }
+                                State::Held(resolution) => {
+                                    prop_assert_eq!(registered.found, Found::Collected);
+                                    // The waiter has it at once; a fresh oneshot so the call may still drop it unread.
+                                    let (tx, rx) = oneshot::channel();
+                                    let got = waiter.try_recv().unwrap();
+                                    prop_assert_eq!(&got, &resolution);
+                                    tx.send(got).unwrap();
+                                    waiter = rx;
+                                    model.questions[i].state = State::Delivered(resolution);
+                                }
+                                other => panic!("not reattachable: {other:?}"),
+                            }
+                            calls.insert(i, (registered.attachment, waiter));
+                        }
+                        None if model.count(|s| matches!(s, State::Attached | State::Detached | State::Held(_))) >= MAX_KEPT => {
+                            prop_assert_eq!(result.unwrap_err(), RegisterError::TooManyPending { limit: MAX_KEPT });
+                        }
+                        None => {
+                            let registered = result.unwrap();
+                            prop_assert_eq!(registered.found, Found::New);
+                            let id = registered.attachment.id().to_owned();
+                            prop_assert!(!model.questions.iter().any(|q| q.id == id), "ids are unique");
+                            watchers[session].expected.push_back(requested(&id));
+                            model.questions.push(Question {
+                                id, session, variant, seq: model.next_seq, state: State::Attached, ended: None,
+                            });
+                            model.next_seq += 1;
+                            calls.insert(model.questions.len() - 1, (registered.attachment, registered.waiter));
+                        }
+                    }
                 }
                 Op::Claim(index, own, valid) => {
-                    let (id, home) = model.pick(&index);
+                    let (id, home) = model.pick(&index)
+                        .map(|i| (model.questions[i].id.clone(), model.questions[i].session))
+                        .unwrap_or_else(|| ("q_unknown".to_owned(), 0));
                     let session = if own { home } else { (home + 1) % SESSIONS.len() };
                     let label = if valid { "b" } else { "zzz" };
                     let result = store.claim(SESSIONS[session], &id, answer(label));
-                    let own = session == home && id != "q_unknown";
-                    match (own && model.is_pending(&id), valid) {
-                        (true, true) => {
+                    let i = model.pick(&index).filter(|_| session == home);
+                    match (i.filter(|i| model.is_pending(*i)), valid) {
+                        (Some(i), true) => {
                             prop_assert!(result.is_ok());
-                            model.resolve(&id, Outcome::Answered);
+                            let q = &mut model.questions[i];
+                            let resolution = Resolution::Answered(answer("b"));
+                            q.state = match q.state {
+                                State::Attached => State::Delivered(resolution),
+                                _ => State::Held(resolution),
+                            };
+                            q.ended = Some(Ended::Answered);
                             watchers[home].expected.push_back(resolved(&id, Outcome::Answered));
-                            let got = waiters.get_mut(&id).unwrap().try_recv().unwrap();
-                            prop_assert_eq!(got, Resolution::Answered(answer("b")));
                         }
-                        (true, false) => {
+                        (Some(_), false) => {
                             prop_assert_eq!(result.unwrap_err().code, ErrorCode::BadAnswer);
                         }
-                        (false, _) => check_not_pending(result.unwrap_err(), &model, &id, own),
+                        (None, _) => check_not_pending(result.unwrap_err(), i.and_then(|i| model.questions[i].ended)),
                     }
                 }
                 Op::Cancel(index, own) => {
-                    let (id, home) = model.pick(&index);
+                    let (id, home) = model.pick(&index)
+                        .map(|i| (model.questions[i].id.clone(), model.questions[i].session))
+                        .unwrap_or_else(|| ("q_unknown".to_owned(), 0));
                     let session = if own { home } else { (home + 1) % SESSIONS.len() };
                     let result = store.cancel(SESSIONS[session], &id);
-                    let own = session == home && id != "q_unknown";
-                    if own && model.is_pending(&id) {
-                        prop_assert!(result.is_ok());
-                        model.resolve(&id, Outcome::Cancelled);
-                        watchers[home].expected.push_back(resolved(&id, Outcome::Cancelled));
-                        let got = waiters.get_mut(&id).unwrap().try_recv().unwrap();
-                        prop_assert_eq!(got, Resolution::Cancelled);
-                    } else {
-                        check_not_pending(result.unwrap_err(), &model, &id, own);
+                    let i = model.pick(&index).filter(|_| session == home);
+                    match i.filter(|i| model.is_pending(*i)) {
+                        Some(i) => {
+                            prop_assert!(result.is_ok());
+                            let q = &mut model.questions[i];
+                            q.state = match q.state {
+                                State::Attached => State::Delivered(Resolution::Cancelled),
+                                _ => State::Held(Resolution::Cancelled),
+                            };
+                            q.ended = Some(Ended::Cancelled);
+                            watchers[home].expected.push_back(resolved(&id, Outcome::Cancelled));
+                        }
+                        None => check_not_pending(result.unwrap_err(), i.and_then(|i| model.questions[i].ended)),
                     }
                 }
                 Op::Abort(index, timeout) => {
-                    let (id, home) = model.pick(&index);
+                    let Some(i) = model.pick(&index) else { continue };
+                    let (id, home) = (model.questions[i].id.clone(), model.questions[i].session);
                     let outcome = if timeout { Outcome::Timeout } else { Outcome::Aborted };
                     let removed = store.abort(SESSIONS[home], &id, outcome);
-                    prop_assert_eq!(removed, model.is_pending(&id));
+                    prop_assert_eq!(removed, model.is_pending(i));
                     if removed {
-                        model.resolve(&id, outcome);
+                        let ended = Ended::from_outcome(outcome);
+                        model.questions[i].state = State::Ended(ended);
+                        model.questions[i].ended = Some(ended);
                         watchers[home].expected.push_back(resolved(&id, outcome));
                         // The asker aborts itself: nothing is sent to it.
-                        let got = waiters.get_mut(&id).unwrap().try_recv();
-                        prop_assert_eq!(got, Err(OneshotTryRecvError::Closed));
+                        if let Some((_, waiter)) = calls.get_mut(&i) {
+                            prop_assert_eq!(waiter.try_recv(), Err(OneshotTryRecvError::Closed));
+                        }
                     }
+                }
+                Op::LetGo(index, on_purpose) => {
+                    let Some(i) = model.pick(&index) else { continue };
+                    let Some((attachment, waiter)) = calls.remove(&i) else { continue };
+                    let home = model.questions[i].session;
+                    let how = if on_purpose { LetGo::Abort } else { LetGo::Detach };
+                    store.let_go(SESSIONS[home], attachment, waiter, how);
+                    let q = &mut model.questions[i];
+                    match (q.state.clone(), on_purpose) {
+                        (State::Attached, true) => {
+                            q.state = State::Ended(Ended::Aborted);
+                            q.ended = Some(Ended::Aborted);
+                            watchers[home].expected.push_back(resolved(&q.id, Outcome::Aborted));
+                        }
+                        (State::Attached, false) => {
+                            q.state = State::Detached;
+                            watchers[home].expected.push_back(detached(&q.id));
+                        }
+                        // Never lost: an unread resolution is held.
+                        (State::Delivered(resolution), _) => q.state = State::Held(resolution),
+                        (State::Ended(_), _) => {}
+                        (other, _) => panic!("a call held {other:?}"),
+                    }
+                }
+                Op::Read(index) => {
+                    let Some(i) = model.pick(&index) else { continue };
+                    let Some((attachment, mut waiter)) = calls.remove(&i) else { continue };
+                    let q = &mut model.questions[i];
+                    match q.state.clone() {
+                        State::Delivered(resolution) => {
+                            prop_assert_eq!(waiter.try_recv().unwrap(), resolution);
+                            q.state = State::Ended(q.ended.expect("resolved"));
+                        }
+                        State::Attached => {
+                            // Nothing yet: the call keeps waiting.
+                            prop_assert_eq!(waiter.try_recv(), Err(OneshotTryRecvError::Empty));
+                            calls.insert(i, (attachment, waiter));
+                        }
+                        State::Ended(_) => {
+                            prop_assert_eq!(waiter.try_recv(), Err(OneshotTryRecvError::Closed));
+                        }
+                        other => panic!("a call held {other:?}"),
+                    }
+                }
+                Op::ExpireAll => {
+                    for watcher in &mut watchers {
+                        watcher.check();
+                    }
+                    store.expire(Instant::now() + GRACE * 2);
+                    let mut expected: Vec<Vec<String>> = vec![Vec::new(); SESSIONS.len()];
+                    for q in &mut model.questions {
+                        match q.state {
+                            State::Detached => {
+                                q.state = State::Ended(Ended::Expired);
+                                q.ended = Some(Ended::Expired);
+                                expected[q.session].push(q.id.clone());
+                            }
+                            State::Held(_) => q.state = State::Ended(q.ended.expect("resolved")),
+                            _ => {}
+                        }
+                    }
+                    // Expired in the order their graces began, which the
+                    // model does not track: compare each session's batch as a set.
+                    for (watcher, mut want) in watchers.iter_mut().zip(expected) {
+                        let mut got: Vec<String> = std::iter::from_fn(|| watcher.events.try_recv().ok())
+                            .map(|event| match &*event {
+                                SessionEvent::QuestionResolved(r) if r.outcome == Outcome::Aborted => r.id.clone(),
+                                other => panic!("expiry broadcast {other:?}"),
+                            })
+                            .collect();
+                        got.sort();
+                        want.sort();
+                        prop_assert_eq!(got, want);
+                    }
+                    prop_assert_eq!(store.expire(Instant::now()), None, "nothing else is due");
                 }
                 Op::Reopen(session) => {
                     let subscription = store.subscribe(SESSIONS[session]);
                     let want = model.pending_in(session);
                     let (synced, replay) = subscription.replay.split_last().unwrap();
-                    let replayed: Vec<String> = replay
-                        .iter()
-                        .map(|e| match &**e {
-                            SessionEvent::QuestionRequested(q) => q.id.clone(),
+                    let mut replayed: Vec<(String, bool)> = Vec::new();
+                    for event in replay {
+                        match &**event {
+                            SessionEvent::QuestionRequested(q) => replayed.push((q.id.clone(), false)),
+                            SessionEvent::QuestionDetached(r) => {
+                                let last = replayed.last_mut().expect("detached follows requested");
+                                prop_assert_eq!(&last.0, &r.id);
+                                last.1 = true;
+                            }
                             other => panic!("replay holds {other:?}"),
-                        })
-                        .collect();
+                        }
+                    }
                     prop_assert_eq!(&replayed, &want);
+                    let ids: Vec<String> = want.iter().map(|(id, _)| id.clone()).collect();
                     prop_assert_eq!(
                         &**synced,
-                        &SessionEvent::SessionSynced(SessionSynced { pending: want.clone() })
+                        &SessionEvent::SessionSynced(SessionSynced { pending: ids.clone() })
                     );
                     let snapshot: Vec<String> =
                         store.snapshot(SESSIONS[session]).into_iter().map(|q| q.id).collect();
-                    prop_assert_eq!(snapshot, want);
+                    prop_assert_eq!(snapshot, ids);
                 }
             }
             for watcher in &mut watchers {
                 watcher.check();
             }
-            prop_assert_eq!(store.pending_count(), model.pending.len());
+            prop_assert_eq!(
+                store.pending_count(),
+                model.count(|s| matches!(s, State::Attached | State::Detached))
+            );
+            prop_assert_eq!(store.held_count(), model.count(|s| matches!(s, State::Held(_))));
         }
 
-        // Disposal resolves every remaining question as disposed and refuses new ones.
-        let remaining = model.pending.clone();
+        // Disposal resolves every remaining question as disposed, drops what
+        // is held and refuses new ones.
+        let remaining: Vec<usize> = (0..model.questions.len()).filter(|i| model.is_pending(*i)).collect();
         prop_assert_eq!(store.dispose_all(), remaining.len());
-        for (id, session) in &remaining {
-            watchers[*session].expected.push_back(resolved(id, Outcome::Disposed));
-            let got = waiters.get_mut(id).unwrap().try_recv().unwrap();
-            prop_assert_eq!(got, Resolution::Disposed);
+        for i in remaining {
+            let q = &model.questions[i];
+            watchers[q.session].expected.push_back(resolved(&q.id, Outcome::Disposed));
+            if q.state == State::Attached {
+                let (_, waiter) = calls.get_mut(&i).unwrap();
+                prop_assert_eq!(waiter.try_recv().unwrap(), Resolution::Disposed);
+            }
         }
         for watcher in &mut watchers {
             watcher.check();
         }
         prop_assert_eq!(store.pending_count(), 0);
-        prop_assert_eq!(
-            store.register("s0", request()).unwrap_err().code,
-            ErrorCode::AskAborted
-        );
+        prop_assert_eq!(store.held_count(), 0);
+        prop_assert_eq!(store.register("s0", request(0)).unwrap_err(), RegisterError::ShuttingDown);
     }
 }
 
@@ -279,14 +485,14 @@ fn an_idle_session_is_forgotten_once_its_last_subscriber_leaves() {
     store.release("s");
     assert_eq!(store.lock().sessions.len(), 0);
 
-    let registered = store.register("s", request()).unwrap();
+    let registered = store.register("s", request(0)).unwrap();
     store.release("s");
     assert_eq!(
         store.lock().sessions.len(),
         1,
         "a pending question keeps it"
     );
-    assert!(store.abort("s", &registered.id, Outcome::Aborted));
+    assert!(store.abort("s", registered.attachment.id(), Outcome::Aborted));
     assert_eq!(store.lock().sessions.len(), 0);
 }
 
@@ -294,10 +500,106 @@ fn an_idle_session_is_forgotten_once_its_last_subscriber_leaves() {
 fn remembered_resolutions_are_bounded() {
     let store = MemoryStore::new();
     for _ in 0..REMEMBERED_RESOLUTIONS + 10 {
-        let registered = store.register("s", request()).unwrap();
-        store.cancel("s", &registered.id).unwrap();
+        let registered = store.register("s", request(0)).unwrap();
+        store.cancel("s", registered.attachment.id()).unwrap();
     }
     let table = store.lock();
     assert_eq!(table.recent.len(), REMEMBERED_RESOLUTIONS);
     assert_eq!(table.recent_order.len(), REMEMBERED_RESOLUTIONS);
+}
+
+#[test]
+fn a_late_explicit_end_aborts_a_detached_question_but_not_one_asked_for_again() {
+    let store = store();
+    let first = store.register("s", request(0)).unwrap();
+    let id = first.attachment.id().to_owned();
+    assert!(!store.abort_detached("s", &id), "attached: kept");
+    store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
+    let again = store.register("s", request(0)).unwrap();
+    assert_eq!(again.found, Found::Reattached);
+    assert!(!store.abort_detached("s", &id), "attached again: kept");
+    store.let_go("s", again.attachment, again.waiter, LetGo::Detach);
+    assert!(store.abort_detached("s", &id));
+    let refused = store.claim("s", &id, answer("a")).unwrap_err();
+    assert!(
+        refused.message.ends_with(Ended::Aborted.reason()),
+        "{refused}"
+    );
+}
+
+#[test]
+fn an_identical_ask_while_the_first_is_attached_is_a_new_question() {
+    let store = store();
+    let first = store.register("s", request(0)).unwrap();
+    let second = store.register("s", request(0)).unwrap();
+    assert_eq!(second.found, Found::New);
+    assert_ne!(first.attachment.id(), second.attachment.id());
+}
+
+#[test]
+fn a_detached_question_counts_against_the_limit_and_a_reattach_needs_no_room() {
+    let store = store();
+    let calls: Vec<Registered> = (0..MAX_KEPT)
+        .map(|_| store.register("s", request(0)).unwrap())
+        .collect();
+    let mut calls = calls.into_iter();
+    let first = calls.next().unwrap();
+    let id = first.attachment.id().to_owned();
+    store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
+    assert_eq!(
+        store.register("s", request(1)).unwrap_err(),
+        RegisterError::TooManyPending { limit: MAX_KEPT },
+        "the detached question still takes its slot"
+    );
+    let again = store.register("s", request(0)).unwrap();
+    assert_eq!(again.found, Found::Reattached);
+    assert_eq!(again.attachment.id(), id);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_grace_timer_ends_a_detached_question_when_its_grace_runs_out() {
+    let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::with_config(StoreConfig {
+        detach_grace: Duration::from_secs(30),
+        ..StoreConfig::default()
+    }));
+    let shutdown = CancellationToken::new();
+    let timer = spawn_grace_timer(store.clone(), shutdown.clone());
+    let mut events = store.subscribe("s").events;
+    let registered = store.register("s", request(0)).unwrap();
+    let id = registered.attachment.id().to_owned();
+    store.let_go("s", registered.attachment, registered.waiter, LetGo::Detach);
+
+    tokio::time::sleep(Duration::from_secs(29)).await;
+    assert_eq!(store.pending_count(), 1, "still within the grace");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(store.pending_count(), 0, "the grace ran out");
+    let kinds: Vec<SessionEvent> = std::iter::from_fn(|| events.try_recv().ok())
+        .map(|e| (*e).clone())
+        .collect();
+    assert!(
+        matches!(&kinds[..], [
+        SessionEvent::QuestionRequested(_),
+        SessionEvent::QuestionDetached(d),
+        SessionEvent::QuestionResolved(r),
+    ] if d.id == id && r.id == id && r.outcome == Outcome::Aborted),
+        "{kinds:?}"
+    );
+    let refused = store.claim("s", &id, answer("a")).unwrap_err();
+    assert!(
+        refused
+            .message
+            .contains("did not ask again within the grace"),
+        "{refused}"
+    );
+
+    // A held answer runs out the same way.
+    let registered = store.register("s", request(0)).unwrap();
+    let id = registered.attachment.id().to_owned();
+    store.let_go("s", registered.attachment, registered.waiter, LetGo::Detach);
+    store.claim("s", &id, answer("a")).unwrap();
+    assert_eq!(store.held_count(), 1);
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    assert_eq!(store.held_count(), 0, "dropped after the grace");
+    shutdown.cancel();
+    timer.await.unwrap();
 }

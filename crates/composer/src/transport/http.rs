@@ -122,7 +122,8 @@ impl QuestionTransport for HttpTransport {
 
 fn open_event_source(url: &str, sink: EventSink) -> EventStream {
     use ask_user_core::wire::{
-        MESSAGE_CREATED, QUESTION_REQUESTED, QUESTION_RESOLVED, SESSION_SYNCED,
+        MESSAGE_CREATED, QUESTION_ATTACHED, QUESTION_DETACHED, QUESTION_REQUESTED,
+        QUESTION_RESOLVED, SESSION_SYNCED,
     };
     use wasm_bindgen::JsCast;
     use wasm_bindgen::closure::Closure;
@@ -141,6 +142,8 @@ fn open_event_source(url: &str, sink: EventSink) -> EventStream {
         QUESTION_RESOLVED,
         SESSION_SYNCED,
         MESSAGE_CREATED,
+        QUESTION_DETACHED,
+        QUESTION_ATTACHED,
     ] {
         let sink = sink.clone();
         let closure = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {

@@ -164,14 +164,24 @@ fn frame(state: &mut Questionnaire, event: SessionEvent, out: &mut Out) {
             }
         }
         SessionEvent::MessageCreated(_) => {}
-        // Shown by the composer as a notice; the questionnaire's state is the same.
-        SessionEvent::QuestionDetached(_) | SessionEvent::QuestionAttached(_) => {}
+        SessionEvent::QuestionDetached(question) => set_detached(state, &question.id, true),
+        SessionEvent::QuestionAttached(question) => set_detached(state, &question.id, false),
+    }
+}
+
+/// Whether a call waits on the request; nothing else about it changes.
+fn set_detached(state: &mut Questionnaire, id: &str, detached: bool) {
+    if let Some(request) = find_mut(state, id) {
+        request.detached = detached;
     }
 }
 
 fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out) {
-    // A replay (stream reopen) of a known id changes nothing: drafts stay.
-    if state.requests.iter().any(|r| r.id == frame.id) {
+    // A replay (stream reopen) of a known id changes nothing but the detached
+    // flag, drafts stay: the replay follows it with `question/detached` when no
+    // call waits.
+    if let Some(known) = find_mut(state, &frame.id) {
+        known.detached = false;
         return;
     }
     if let Err(error) = frame.request.validate() {
@@ -257,6 +267,7 @@ fn new_request(
         status: Status::Editing,
         collapsed: false,
         touched: false,
+        detached: false,
     };
     pending.option_focus = first_option_focus(&pending);
     pending

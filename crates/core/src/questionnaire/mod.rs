@@ -54,6 +54,11 @@
 //!   `question/requested` with a known id changes nothing; `question/resolved`
 //!   removes the request at once; `session/synced` drops every request it does
 //!   not list.
+//! - `question/detached` marks a request as one no call waits on
+//!   ([`RequestView::detached`]); `question/attached` and a replayed
+//!   `question/requested` clear the mark (a replay repeats `question/detached`
+//!   when it still holds). Nothing else changes: it stays answerable, drafts
+//!   and focus stay.
 //! - Choosing a single-select option records it and moves to the next item; on
 //!   the last item it stays and does not submit. On a single-select item the
 //!   options and the "Other" text are exclusive, like core's answer semantics:

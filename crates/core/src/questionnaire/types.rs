@@ -81,6 +81,10 @@ pub struct PendingRequest {
     /// True once the person (or a restore) changed something; a restore only
     /// applies to an untouched request.
     pub touched: bool,
+    /// No call waits on it (`question/detached`): the agent stopped waiting.
+    /// It stays answerable and its answer is kept for the agent's next,
+    /// identical ask; `question/attached` clears it.
+    pub detached: bool,
 }
 
 /// How a request is presented.

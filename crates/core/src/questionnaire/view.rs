@@ -48,6 +48,9 @@ pub struct RequestView {
     pub status_line: Option<StatusLine>,
     /// Folded to its header strip: render the strip only, never the body.
     pub collapsed: bool,
+    /// No call waits on it (the agent stopped waiting): say so calmly under the
+    /// strip; it stays answerable and its answer is kept for the agent's next ask.
+    pub detached: bool,
     /// The strip's chip.
     pub chip: Option<Chip>,
     /// "2 of 3", for a batch of more than one item (never in plan review).
@@ -279,6 +282,7 @@ fn request_view(request: &PendingRequest) -> RequestView {
         can_edit: request.is_editable(),
         status_line: status_line(&request.status),
         collapsed: request.collapsed,
+        detached: request.detached,
         chip,
         progress,
         body,
