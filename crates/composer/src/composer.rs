@@ -97,15 +97,13 @@ pub fn QuestionComposer(
 
     // The agent stopped waiting: say so calmly; the request stays answerable.
     let detached = move || {
-        with_active(vm, |a| a.detached)
-            .unwrap_or(false)
-            .then(|| {
-                view! {
-                    <p class="auq-detached" data-auq="detached" role="status">
-                        {texts.detached}
-                    </p>
-                }
-            })
+        with_active(vm, |a| a.detached).unwrap_or(false).then(|| {
+            view! {
+                <p class="auq-detached" data-auq="detached" role="status">
+                    {texts.detached}
+                </p>
+            }
+        })
     };
 
     view! {
