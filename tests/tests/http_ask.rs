@@ -697,10 +697,10 @@ async fn an_enormous_max_pending_is_accepted_as_unbounded() {
 #[tokio::test]
 async fn shutdown_resolves_a_detached_question_and_logs_a_held_answer_as_never_delivered() {
     use ask_user_tests::host_process::HostProcess;
-    let dist = std::env::temp_dir().join(format!("ask-user-no-dist-{}", std::process::id()));
-    std::fs::create_dir_all(&dist).unwrap();
+    let folder = std::env::temp_dir().join(format!("ask-user-held-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).unwrap();
     let mut host =
-        HostProcess::start(&dist, &[]).unwrap_or_else(|e| panic!("the host starts: {e}"));
+        HostProcess::start_in(&folder, &[]).unwrap_or_else(|e| panic!("the host starts: {e}"));
     let base = host.origin().to_owned();
     let token = host.token().expect("a token").to_owned();
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -753,7 +753,7 @@ async fn shutdown_resolves_a_detached_question_and_logs_a_held_answer_as_never_d
         "names the question: {}",
         never[0]
     );
-    std::fs::remove_dir_all(&dist).ok();
+    std::fs::remove_dir_all(&folder).ok();
 }
 
 #[tokio::test]
