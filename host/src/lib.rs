@@ -24,6 +24,7 @@
 pub mod api;
 pub mod ask_cmd;
 pub mod cli;
+pub mod data_dir;
 pub mod demo;
 pub mod error;
 pub mod events;

@@ -1,0 +1,175 @@
+//! The host's data directory: where it keeps what outlives a run (the
+//! database, the token file, the background host's log and lock).
+//!
+//! One place decides where it is (`--data-dir`, `ASK_USER_DATA_DIR`, else
+//! `$XDG_DATA_HOME/ask-user`, else `~/.local/share/ask-user`) and how it is
+//! made: the directory private to its user (0700), every file in it 0600.
+//! Everything that reads or writes there (`serve`, `mcp`, `ask`, `history`)
+//! goes through this module.
+
+use clap::Args;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The folder's name under `$XDG_DATA_HOME` (or `~/.local/share`).
+pub const DATA_DIR_NAME: &str = "ask-user";
+
+/// `--data-dir`, shared by every subcommand that uses the data directory.
+#[derive(Debug, Clone, Default, Args)]
+pub struct DataDirArg {
+    /// Where the host keeps its database, token file and log (created 0700,
+    /// files 0600). Default: $XDG_DATA_HOME/ask-user, else ~/.local/share/ask-user.
+    #[arg(long, env = "ASK_USER_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl DataDirArg {
+    /// The directory: the flag (or `ASK_USER_DATA_DIR`), else [`default_data_dir`].
+    /// Nothing is created.
+    pub fn resolve(&self) -> Result<PathBuf, String> {
+        match &self.data_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => default_data_dir(),
+        }
+    }
+}
+
+/// `$XDG_DATA_HOME/ask-user` when `XDG_DATA_HOME` is an absolute path (the XDG
+/// rule: a relative one is ignored), else `$HOME/.local/share/ask-user`.
+pub fn default_data_dir() -> Result<PathBuf, String> {
+    data_dir_from(
+        std::env::var_os("XDG_DATA_HOME").map(PathBuf::from),
+        std::env::var_os("HOME").map(PathBuf::from),
+    )
+}
+
+fn data_dir_from(xdg_data_home: Option<PathBuf>, home: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(xdg) = xdg_data_home.filter(|p| p.is_absolute()) {
+        return Ok(xdg.join(DATA_DIR_NAME));
+    }
+    match home.filter(|p| p.is_absolute()) {
+        Some(home) => Ok(home.join(".local").join("share").join(DATA_DIR_NAME)),
+        None => Err(
+            "no data directory: neither XDG_DATA_HOME nor HOME is set to an absolute path; \
+             pass --data-dir DIR"
+                .to_owned(),
+        ),
+    }
+}
+
+/// Creates `dir` (and missing parents) private to this user (0700), or checks
+/// an existing one: a directory others may enter is tightened to 0700 with a
+/// warning, since it holds the token and the record of every answer. Fails
+/// when `dir` exists and is not a directory.
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(metadata) if !metadata.is_dir() => {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists and is not a directory", dir.display()),
+            ));
+        }
+        Ok(metadata) => {
+            tighten(dir, &metadata)?;
+            return Ok(());
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)?;
+    // The mode given to mkdir is reduced by the umask; make sure it is 0700.
+    #[cfg(unix)]
+    set_mode(dir, 0o700)?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn tighten(dir: &Path, metadata: &std::fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        tracing::warn!(
+            "{}: other users could enter it (mode {mode:o}); made it private (700)",
+            dir.display()
+        );
+        set_mode(dir, 0o700)?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn tighten(_dir: &Path, _metadata: &std::fs::Metadata) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+}
+
+/// Opens `path` for writing with `options`, creating it 0600 (only this user
+/// may read it) when it does not exist. An existing file keeps its mode.
+pub fn open_private(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Creates `path` new (failing if it exists), 0600.
+pub fn create_private_new(path: &Path) -> io::Result<File> {
+    open_private(path, OpenOptions::new().write(true).create_new(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xdg_data_home_wins_when_absolute_and_home_is_the_fallback() {
+        let xdg = data_dir_from(Some("/x/data".into()), Some("/home/p".into())).unwrap();
+        assert_eq!(xdg, PathBuf::from("/x/data/ask-user"));
+        let relative = data_dir_from(Some("data".into()), Some("/home/p".into())).unwrap();
+        assert_eq!(relative, PathBuf::from("/home/p/.local/share/ask-user"));
+        let home = data_dir_from(None, Some("/home/p".into())).unwrap();
+        assert_eq!(home, PathBuf::from("/home/p/.local/share/ask-user"));
+        let none = data_dir_from(None, None).unwrap_err();
+        assert!(none.contains("--data-dir"), "{none}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_directory_is_created_0700_and_a_loose_one_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("auq-data-dir-{}", rand::random::<u64>()));
+        let dir = base.join("nested").join("ask-user");
+        ensure_private_dir(&dir).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+
+        let file = dir.join("token");
+        drop(create_private_new(&file).unwrap());
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(
+            create_private_new(&file).unwrap_err().kind(),
+            io::ErrorKind::AlreadyExists
+        );
+        let not_a_dir = ensure_private_dir(&file).unwrap_err();
+        assert!(not_a_dir.to_string().contains("not a directory"));
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}
