@@ -38,6 +38,7 @@ pub use conversation::{
     conversation_view_with,
 };
 pub use i18n::{Lang, Locale, Texts};
+pub use markdown::Markdown;
 pub use question_view::QuestionView;
 pub use session::{
     QuestionSession, UseQuestionStreamReturn, use_question_stream, use_question_stream_with,
