@@ -25,6 +25,7 @@
 pub mod composer;
 pub mod conversation;
 pub mod i18n;
+pub mod json;
 pub mod markdown;
 pub mod question_view;
 pub mod session;
