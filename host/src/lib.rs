@@ -113,3 +113,21 @@ pub async fn serve_with(
     }
     server::run(listener, state.clone(), app(state), limits).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plain test has no tokio runtime: anything `app` spawned (a timer, a
+    /// shutdown task) would panic here. Lifecycle belongs to [`serve_with`].
+    #[test]
+    fn building_the_router_starts_nothing() {
+        let mut config = HostConfig::new(random_token(), 7411);
+        config.demo = true;
+        let state = AppState::new(config);
+        let router = app(state.clone());
+        drop(router);
+        assert!(!state.is_shutting_down());
+        assert_eq!(state.store().pending_count(), 0);
+    }
+}

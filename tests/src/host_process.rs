@@ -42,6 +42,10 @@ pub enum HostError {
 pub struct HostProcess {
     child: Child,
     url: String,
+    /// `http://127.0.0.1:PORT`, read from `url`.
+    origin: String,
+    /// `url`'s `token` query parameter, decoded.
+    token: Option<String>,
     stderr: Arc<Mutex<String>>,
 }
 
@@ -125,10 +129,13 @@ impl HostProcess {
         let mut host = HostProcess {
             child,
             url: String::new(),
+            origin: String::new(),
+            token: None,
             stderr,
         };
         match found.recv_timeout(PATIENCE) {
             Ok(url) => {
+                (host.origin, host.token) = origin_and_token(&url);
                 host.url = url;
                 Ok(host)
             }
@@ -155,12 +162,12 @@ impl HostProcess {
 
     /// `http://127.0.0.1:PORT`, for building API URLs.
     pub fn origin(&self) -> &str {
-        url_origin(&self.url)
+        &self.origin
     }
 
     /// The session token from the URL's `token` query parameter, if any.
     pub fn token(&self) -> Option<&str> {
-        url_token(&self.url)
+        self.token.as_deref()
     }
 
     /// Everything the host wrote to stderr so far (its logs).
@@ -255,20 +262,15 @@ fn collect(pipe: impl Read, sink: &Mutex<String>) {
     }
 }
 
-fn url_origin(url: &str) -> &str {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    let end = url[after_scheme..]
-        .find('/')
-        .map_or(url.len(), |i| after_scheme + i);
-    &url[..end]
-}
-
-fn url_token(url: &str) -> Option<&str> {
-    let query = url.split_once('?')?.1;
-    let query = query.split('#').next().unwrap_or(query);
-    query
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("token="))
+/// The origin (`http://127.0.0.1:PORT`) and the decoded `token` query
+/// parameter of the URL the host printed.
+fn origin_and_token(url: &str) -> (String, Option<String>) {
+    let parsed =
+        url::Url::parse(url).unwrap_or_else(|e| panic!("the host printed a bad URL {url:?}: {e}"));
+    let token = parsed
+        .query_pairs()
+        .find_map(|(key, value)| (key == "token").then(|| value.into_owned()));
+    (parsed.origin().ascii_serialization(), token)
 }
 
 /// The first `http://` URL in a line of the host's output.
@@ -297,8 +299,13 @@ mod tests {
     #[test]
     fn origin_and_token_are_read_from_the_url() {
         let url = "http://127.0.0.1:4321/?session=a&token=s3cret";
-        assert_eq!(url_origin(url), "http://127.0.0.1:4321");
-        assert_eq!(url_token(url), Some("s3cret"));
-        assert_eq!(url_token("http://127.0.0.1:4321/"), None);
+        assert_eq!(
+            origin_and_token(url),
+            (
+                "http://127.0.0.1:4321".to_owned(),
+                Some("s3cret".to_owned())
+            )
+        );
+        assert_eq!(origin_and_token("http://127.0.0.1:4321/").1, None);
     }
 }

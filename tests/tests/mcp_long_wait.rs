@@ -426,3 +426,94 @@ async fn a_call_re_issued_the_instant_its_connection_broke_attaches_to_the_same_
         batch()
     );
 }
+
+#[tokio::test]
+async fn with_no_detach_grace_a_cut_call_aborts_its_question_and_no_wait_budget_applies() {
+    // A `waiting` result would lose the question when nothing keeps it.
+    let host = TestHost::start_with(|c| {
+        c.detach_grace = Duration::ZERO;
+        c.mcp_wait_budget = Some(Duration::from_secs(1));
+    })
+    .await;
+    let mut tab = host.events("s").await;
+    tab.replay().await;
+    let session = RawSession::open(&host, "?session=s").await;
+
+    let call = session.call(2, &request()).await;
+    let id = tab.requested().await.id;
+    // Well past the 1 s budget the call still waits: the budget is off.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(host.answer("s", &id, &answer()).await.0, StatusCode::OK);
+    let result = RawSession::result(call).await;
+    assert_eq!(result["structuredContent"], batch(), "{result}");
+    assert_eq!(tab.resolved().await.outcome, Outcome::Answered);
+
+    let call = session.call(3, &request()).await;
+    let id = tab.requested().await.id;
+    drop(call);
+    let resolved = tab.resolved().await;
+    assert_eq!(
+        (resolved.id.as_str(), resolved.outcome),
+        (id.as_str(), Outcome::Aborted),
+        "a cut aborts at once"
+    );
+}
+
+#[tokio::test]
+async fn a_wait_budget_of_zero_lets_a_call_without_progress_wait_for_the_person() {
+    let host = TestHost::start_with(|c| c.mcp_wait_budget = None).await;
+    let mut tab = host.events("s").await;
+    tab.replay().await;
+    let session = RawSession::open(&host, "?session=s").await;
+    let call = session.call(2, &request()).await;
+    let id = tab.requested().await.id;
+    // Nothing comes back while the person thinks (not even `waiting`):
+    // the stream carries the next frame only after the answer.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(host.pending_ids("s").await, vec![id.clone()]);
+    assert_eq!(host.answer("s", &id, &answer()).await.0, StatusCode::OK);
+    let result = RawSession::result(call).await;
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["structuredContent"], batch());
+    // The question was never detached: its resolution is the next frame.
+    match tab.next().await.session_event() {
+        SessionEvent::QuestionResolved(r) => assert_eq!((r.id, r.outcome), (id, Outcome::Answered)),
+        other => panic!("expected the answer's resolution, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_task_whose_question_the_person_cancels_completes_with_cores_error() {
+    let host = TestHost::start().await;
+    let mut tab = host.events("s").await;
+    tab.replay().await;
+    let client = connect_sdk(
+        &host,
+        "?session=s",
+        Recorder {
+            tasks: true,
+            ..Recorder::default()
+        },
+    )
+    .await;
+    let response = client
+        .peer()
+        .call_tool_once(call_params(&request()))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(created) = response else {
+        panic!("a task: {response:?}");
+    };
+    let id = tab.requested().await.id;
+    assert_eq!(host.cancel("s", &id).await.0, StatusCode::OK);
+    let task = settled(&client, &created.task.task_id).await;
+    let TaskPayload::Completed { result } = task.payload else {
+        panic!("the tool's error is the task's result: {:?}", task.payload);
+    };
+    assert_eq!(result["isError"], true, "{result:?}");
+    assert_eq!(
+        result["content"][0]["text"],
+        "Error: the user cancelled ask_user_question (ASK_CANCELLED)"
+    );
+    client.cancel().await.expect("client closes");
+}

@@ -53,6 +53,13 @@ impl Answer {
 impl AnswerBatch {
     /// Parses an answer batch from JSON text (shape only; see [`AnswerBatch::normalize`]).
     pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
+        // Straight from the text when it has the vocabulary's shape (see
+        // `crate::shape`); else the careful way, whose errors name the field.
+        if crate::shape::objects_where_expected(text, crate::shape::Document::AnswerBatch)
+            && let Ok(batch) = serde_json::from_str::<Self>(text)
+        {
+            return Ok(batch);
+        }
         let value: Value = serde_json::from_str(text).map_err(|e| {
             UserInteractionError::bad_answer(format!("answer batch is not valid JSON: {e}"))
         })?;

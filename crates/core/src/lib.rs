@@ -83,6 +83,7 @@ pub mod recommend;
 pub mod request;
 pub mod seam;
 pub mod session;
+mod shape;
 pub mod tool;
 pub mod wire;
 

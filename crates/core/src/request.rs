@@ -3,6 +3,7 @@
 
 use crate::error::{ErrorCode, UserInteractionError};
 use crate::limits::*;
+use crate::shape::{Document, objects_where_expected};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_path_to_error::Segment;
@@ -98,6 +99,14 @@ impl AskRequest {
     /// Errors name the offending field: unknown fields (`recommended`, `value`,
     /// `allow_custom`, `desc`, …) are rejected with a hint of what to use instead.
     pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
+        if objects_where_expected(text, Document::Request)
+            && let Ok(request) = serde_json::from_str::<Self>(text)
+        {
+            request.validate()?;
+            return Ok(request);
+        }
+        // The careful way, for what the fast one refused: the same rules, and
+        // errors that name the offending field.
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             UserInteractionError::bad_request(format!("request is not valid JSON: {e}"))
         })?;

@@ -40,6 +40,9 @@ commands:
 /// Browser tests in `tests/` run only when this names a Trunk build; plain
 /// `cargo test --workspace` leaves it unset and needs no browser.
 const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
+/// Where the tests find the npm packages they drive the host with
+/// ([`tools::NODE_TEST_PACKAGES`]).
+const NODE_MODULES_ENV: &str = "ASK_USER_NODE_MODULES";
 /// The host binary the browser tests start (`ask-user serve ...`).
 const HOST_BIN_ENV: &str = "ASK_USER_BIN";
 /// The profile of the one binary: the release profile at opt-level 3 (plain
@@ -142,6 +145,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     tools::ensure_build_tools(ctx)?;
     tools::ensure_brotli(ctx)?;
     let chromedriver = tools::ensure_browser(ctx)?;
+    let node_modules = tools::ensure_node_test_packages(ctx)?;
     let mut report = Report::default();
 
     report.run(
@@ -252,6 +256,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
             .args(["--", "--include-ignored"])
             .env(E2E_DIST_ENV, page::dist(ctx))
             .env(HOST_BIN_ENV, host_binary(ctx))
+            .env(NODE_MODULES_ENV, &node_modules)
             .env("CHROMEDRIVER", &chromedriver);
         report.run(
             "native + browser tests (cargo test --workspace, ASK_USER_E2E_DIST=dist)",

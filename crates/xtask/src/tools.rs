@@ -136,6 +136,73 @@ fn ensure_wasm_opt(ctx: &Ctx) -> Result<(), String> {
     ctx.run_setup(command)
 }
 
+/// npm packages the tests drive the host with (real clients), installed into
+/// [`node_test_dir`] in one `npm install`: a later `npm install` into the same
+/// prefix would prune what it was not given.
+pub const NODE_TEST_PACKAGES: &[(&str, &str)] = &[
+    // The official TypeScript MCP SDK: tests/tests/mcp_ts_sdk.rs.
+    ("@modelcontextprotocol/sdk", "1.32.2"),
+];
+
+/// Where [`NODE_TEST_PACKAGES`] go (apart from wasm-opt's prefix, which they
+/// would prune).
+pub fn node_test_dir(ctx: &Ctx) -> PathBuf {
+    ctx.tools_dir.join("node-tests")
+}
+
+/// Makes sure every [`NODE_TEST_PACKAGES`] is installed at its version;
+/// returns the `node_modules` folder the tests find them in.
+pub fn ensure_node_test_packages(ctx: &Ctx) -> Result<PathBuf, String> {
+    let dir = node_test_dir(ctx);
+    let modules = dir.join("node_modules");
+    let installed = |name: &str, version: &str| {
+        std::fs::read_to_string(modules.join(name).join("package.json"))
+            .ok()
+            .is_some_and(|text| text.contains(&format!("\"version\": \"{version}\"")))
+    };
+    if NODE_TEST_PACKAGES
+        .iter()
+        .all(|(name, v)| installed(name, v))
+    {
+        for (name, version) in NODE_TEST_PACKAGES {
+            println!("    ok  {name} {version} (npm, for the tests)");
+        }
+        return Ok(modules);
+    }
+    let (Some(node), Some(npm)) = (ctx.which("node"), ctx.which("npm")) else {
+        return Err(
+            "the tests drive the host with real Node.js clients: install Node.js with npm \
+             (Debian: `apt-get install nodejs npm`)"
+                .to_owned(),
+        );
+    };
+    let wanted: Vec<String> = NODE_TEST_PACKAGES
+        .iter()
+        .map(|(name, version)| format!("{name}@{version}"))
+        .collect();
+    println!(
+        "==> Installing {} with npm into {} (Node.js {}); this takes a few seconds",
+        wanted.join(", "),
+        dir.display(),
+        ctx.version_of(&node, "--version").unwrap_or_default()
+    );
+    std::fs::create_dir_all(&dir)
+        .map_err(|err| format!("could not create {}: {err}", dir.display()))?;
+    let mut command = ctx.command(npm);
+    command
+        .args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+        ])
+        .arg(&dir)
+        .args(&wanted);
+    ctx.run_setup(command)?;
+    Ok(modules)
+}
+
 /// Makes sure headless Chromium and its WebDriver are installed; returns the chromedriver path.
 pub fn ensure_browser(ctx: &Ctx) -> Result<PathBuf, String> {
     if let Some(found) = find_browser(ctx) {
