@@ -2,7 +2,7 @@
 //! `ask-user serve`. It asks a three-question batch (or, with `?fixture=plan`, a
 //! plan review), and resolves whatever the page posts.
 
-use ask_user_composer::{MemoryTransport, RecordedPost};
+use ask_user_composer::{MemoryTransport, RecordedPost, json};
 use ask_user_core::AskRequest;
 use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRequested, QuestionResolved, Role, SessionEvent, SessionSynced,
@@ -44,9 +44,10 @@ impl FixtureTransport {
             seed_drafts(item);
         }
         let json = if kind == "plan" { PLAN } else { BATCH };
-        // serde_json directly: `AskRequest::from_json`'s field-path errors would
-        // add serde_path_to_error to the page for a request known to be valid.
-        let request: AskRequest = serde_json::from_str(json).expect("the fixture request parses");
+        // The composer's JSON (the browser's parser): `AskRequest::from_json`
+        // would add serde_json and serde_path_to_error to the page for a
+        // request known to be valid.
+        let request: AskRequest = json::from_str(json).expect("the fixture request parses");
         debug_assert!(request.validate().is_ok());
         let transport = MemoryTransport::new();
         transport.set_replay(vec![
@@ -68,7 +69,7 @@ impl FixtureTransport {
         ]);
         transport.on_post(|transport, post| match post {
             RecordedPost::Answer { id, batch } => {
-                let summary = serde_json::to_string(batch).unwrap_or_default();
+                let summary = json::to_string(batch).unwrap_or_default();
                 transport.set_replay(Vec::new());
                 transport.emit(resolved(id, Outcome::Answered));
                 transport.emit(message(

@@ -1,6 +1,8 @@
 //! ask-user-web: the conversation page. It shows session `default` (or the one
-//! named by `?session=NAME`): the transcript, and the composer slot that the
-//! question composer takes over while questions are pending.
+//! named by `?session=NAME`, checked with core's [`SessionId::parse`]; a name
+//! that is not a session id shows why instead of a page that never connects):
+//! the transcript, and the composer slot that the question composer takes over
+//! while questions are pending.
 //!
 //! An app crate: it turns on Leptos's `csr` feature (as the embed does for its
 //! own bundle; the composer library never does), holds no logic of its own and
@@ -12,10 +14,13 @@
 
 mod fixture;
 
-use ask_user_composer::{MountOptions, Transport, conversation_view, conversation_view_with};
+use ask_user_composer::{Lang, MountOptions, Transport, conversation_view, conversation_view_with};
+use ask_user_core::SessionId;
 use leptos::prelude::*;
 
 fn main() {
+    // Debug builds only: the hook's formatting costs the release page 0.8 KB.
+    #[cfg(debug_assertions)]
     console_error_panic_hook::set_once();
     let params = web_sys::window()
         .and_then(|w| w.location().search().ok())
@@ -26,22 +31,35 @@ fn main() {
             .and_then(|p| p.get(name))
             .filter(|v| !v.is_empty())
     };
-    let session = param("session").unwrap_or_else(|| ask_user_core::DEFAULT_SESSION.to_owned());
+    let session =
+        param("session").map_or_else(|| Ok(SessionId::default()), |s| SessionId::parse(&s));
     let fixture = param("fixture");
     let item = param("item").and_then(|i| i.parse().ok());
-    let title = session.clone();
+    let title = match &session {
+        Ok(session) => session.to_string(),
+        Err(_) => String::new(),
+    };
     mount_to_body(move || {
-        let conversation = match fixture.as_deref() {
-            Some(kind) => {
+        let conversation = match (fixture.as_deref(), session) {
+            (Some(kind), _) => {
                 conversation_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
                     .into_any()
             }
-            None => conversation_view(MountOptions {
+            (None, Ok(session)) => conversation_view(MountOptions {
                 base_url: String::new(),
                 session,
                 token: None,
             })
             .into_any(),
+            (None, Err(error)) => {
+                let texts = Lang::from_browser().texts();
+                view! {
+                    <p class="auq-error" role="alert" data-auq="bad-session">
+                        {texts.bad_session} " " {error.message}
+                    </p>
+                }
+                .into_any()
+            }
         };
         view! {
             <main class="auq-page">

@@ -43,3 +43,52 @@ async fn release_build_renders_on_the_real_host_without_page_errors() {
     );
     assert!(!text.trim().is_empty(), "the page rendered no visible text");
 }
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn a_session_in_the_address_that_is_no_session_id_says_so_instead_of_a_page_that_never_connects()
+ {
+    let dist = e2e_dist();
+    let host = HostProcess::start(&dist, &[]).expect("the host starts and prints its URL");
+    let browser = Browser::launch().await.expect("headless Chromium starts");
+    // The printed URL sets the cookie; then the same page names a bad session.
+    browser.goto(host.url()).await.expect("the page loads");
+    browser
+        .wait_for_render("[data-auq=message]")
+        .await
+        .expect("the page renders");
+    browser
+        .goto(&format!("{}/?session=a.b", host.origin()))
+        .await
+        .expect("the page loads");
+    let render = browser
+        .wait_for_render("[data-auq=bad-session]")
+        .await
+        .expect("the page can be inspected");
+    let text = browser.body_text().await.unwrap_or_default();
+    let composer = browser
+        .client()
+        .find_all(fantoccini::Locator::Css("[data-auq=message]"))
+        .await
+        .map(|found| found.len())
+        .unwrap_or(usize::MAX);
+    browser.close().await;
+
+    assert!(
+        render.errors.is_empty(),
+        "page errors: {:#?}",
+        render.errors
+    );
+    assert!(
+        render.element.is_some(),
+        "no message about the session: {text}"
+    );
+    assert!(
+        text.contains(r#"session: "a.b" is not a session id; use 1 to 64 of A-Z a-z 0-9 _ -"#),
+        "core's reason is shown: {text}"
+    );
+    assert_eq!(
+        composer, 0,
+        "no conversation for a session that cannot exist"
+    );
+}

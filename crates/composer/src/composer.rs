@@ -553,10 +553,7 @@ fn PlanReview(
     };
     let plan_ref = NodeRef::<html::Div>::new();
     let plan = panel.plan;
-    plan_ref.on_load(move |el| {
-        el.set_text_content(None);
-        markdown::render_into(&el, &markdown::parse(&plan));
-    });
+    plan_ref.on_load(move |el| markdown::render_markdown(&el, &plan));
     let heading = format!("auq-{uid}-plan");
     let labelledby = heading.clone();
     view! {

@@ -7,6 +7,7 @@ use crate::i18n::{Lang, Texts, use_locale};
 use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_stream_with};
 use crate::slot::{ComposerSlot, use_composer_slot};
 use crate::transport::{StreamStatus, Transport};
+use ask_user_core::SessionId;
 use ask_user_core::keys::{Ime, sends_message};
 use ask_user_core::wire::{MessageCreated, Role};
 use leptos::html;
@@ -201,20 +202,15 @@ pub fn Conversation(
 pub struct MountOptions {
     /// The host's origin (empty for the page's own).
     pub base_url: String,
-    /// The session (`default` when empty).
-    pub session: String,
+    /// The session (`default` by default).
+    pub session: SessionId,
     /// A Bearer token for cross-origin embedding.
     pub token: Option<String>,
 }
 
 /// The view a page or an embed mounts: [`Conversation`] over the host's HTTP API.
 pub fn conversation_view(options: MountOptions) -> impl IntoView {
-    let session = if options.session.is_empty() {
-        ask_user_core::DEFAULT_SESSION.to_owned()
-    } else {
-        options.session
-    };
-    let stream = use_question_stream(options.base_url, session, options.token);
+    let stream = use_question_stream(options.base_url, options.session, options.token);
     view! { <Conversation stream /> }
 }
 

@@ -108,6 +108,8 @@ pub struct Texts {
     pub reconnecting: &'static str,
     /// Shown when the event stream was refused and will not come back by itself.
     pub disconnected: &'static str,
+    /// Shown instead of the conversation when `?session=` names no session.
+    pub bad_session: &'static str,
     /// Dismisses a notice.
     pub dismiss: &'static str,
     /// Shown on a request no call waits on any more; it stays answerable.
@@ -192,6 +194,7 @@ static EN: Texts = Texts {
     transcript: "Conversation",
     reconnecting: "Reconnecting…",
     disconnected: "Disconnected from the host. Reload the page to reconnect.",
+    bad_session: "This address names no session to show.",
     dismiss: "Dismiss",
     detached: "The agent stopped waiting. Your answer is kept and reaches it when it asks again.",
     answer_failed: "Could not send your answer:",
@@ -254,6 +257,7 @@ static ZH: Texts = Texts {
     transcript: "对话",
     reconnecting: "正在重新连接…",
     disconnected: "与主机的连接已断开。请刷新页面重新连接。",
+    bad_session: "此地址中的会话无效，无法显示。",
     dismiss: "关闭",
     detached: "智能体已停止等待。你的回答会保留下来，它再次提问时就会收到。",
     answer_failed: "回答发送失败：",

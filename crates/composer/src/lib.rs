@@ -25,6 +25,7 @@
 pub mod composer;
 pub mod conversation;
 pub mod i18n;
+pub mod json;
 pub mod markdown;
 pub mod question_view;
 pub mod session;
@@ -38,6 +39,7 @@ pub use conversation::{
     conversation_view_with,
 };
 pub use i18n::{Lang, Locale, Texts};
+pub use markdown::Markdown;
 pub use question_view::QuestionView;
 pub use session::{
     QuestionSession, UseQuestionStreamReturn, use_question_stream, use_question_stream_with,

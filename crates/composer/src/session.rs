@@ -6,6 +6,7 @@ use crate::storage;
 use crate::transport::{
     EventSink, EventStream, HttpTransport, LocalFuture, PostError, StreamStatus, Transport,
 };
+use ask_user_core::SessionId;
 use ask_user_core::keys::KeyInput;
 use ask_user_core::questionnaire::{Action, Effect, Questionnaire, ViewModel, apply, view};
 use ask_user_core::wire::{MessageCreated, SessionEvent};
@@ -160,7 +161,7 @@ impl UseQuestionStreamReturn {
 /// ~6 connections per host.
 pub fn use_question_stream(
     base_url: impl Into<String>,
-    session: impl Into<String>,
+    session: SessionId,
     token: Option<String>,
 ) -> UseQuestionStreamReturn {
     use_question_stream_with(Transport::new(HttpTransport::new(base_url, session, token)))

@@ -15,7 +15,7 @@ fn session_storage() -> Option<web_sys::Storage> {
 
 /// Saves a request's drafts.
 pub fn save_drafts(question_id: &str, drafts: &Drafts) {
-    if let (Some(storage), Ok(json)) = (session_storage(), serde_json::to_string(drafts)) {
+    if let (Some(storage), Some(json)) = (session_storage(), crate::json::to_string(drafts)) {
         let _ = storage.set_item(&draft_key(question_id), &json);
     }
 }
@@ -25,7 +25,7 @@ pub fn load_drafts(question_id: &str) -> Option<Drafts> {
     let json = session_storage()?
         .get_item(&draft_key(question_id))
         .ok()??;
-    serde_json::from_str(&json).ok()
+    crate::json::from_str(&json)
 }
 
 /// Forgets a request's drafts (it was resolved).

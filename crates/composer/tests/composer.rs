@@ -1021,7 +1021,7 @@ async fn an_event_stream_that_cannot_be_created_says_disconnected_instead_of_con
     let handle = leptos::mount::mount_to(root.clone(), || {
         ask_user_composer::conversation_view(ask_user_composer::MountOptions {
             base_url: "http://[".into(),
-            session: "default".into(),
+            session: ask_user_core::SessionId::default(),
             token: None,
         })
     });

@@ -77,6 +77,7 @@ pub mod answer;
 pub mod error;
 pub mod keys;
 pub mod limits;
+pub mod markdown;
 pub mod questionnaire;
 pub mod recommend;
 pub mod request;

@@ -2,7 +2,9 @@
 //!
 //! One rule, `[A-Za-z0-9_-]{1,64}`, checked in one place ([`SessionId::parse`])
 //! by every side that takes a session from outside: the host's routes, MCP's
-//! `?session=`, `ask-user ask --session` and the embedded page.
+//! `?session=`, `ask-user ask --session`, the page's `?session=` and the
+//! JavaScript embed's `session` option; the composer's HTTP transport takes
+//! only a checked `SessionId`.
 
 use crate::error::UserInteractionError;
 use serde::{Deserialize, Serialize};

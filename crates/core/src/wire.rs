@@ -155,13 +155,34 @@ impl SessionEvent {
     /// Reads an event from its SSE name and data; `None` for an unknown name
     /// (so newer hosts can add events) or data that does not parse.
     pub fn parse(name: &str, data: &str) -> Option<Self> {
+        let mut json = serde_json::Deserializer::from_str(data);
+        let event = Self::from_deserializer(name, &mut json)?;
+        json.end().ok()?;
+        Some(event)
+    }
+
+    /// [`SessionEvent::parse`] from any serde deserializer of the data, e.g.
+    /// serde-wasm-bindgen's over the browser's `JSON.parse`, which keeps
+    /// serde_json out of the page's wasm.
+    pub fn from_deserializer<'de, D: serde::Deserializer<'de>>(
+        name: &str,
+        data: D,
+    ) -> Option<Self> {
         Some(match name {
-            QUESTION_REQUESTED => SessionEvent::QuestionRequested(serde_json::from_str(data).ok()?),
-            QUESTION_RESOLVED => SessionEvent::QuestionResolved(serde_json::from_str(data).ok()?),
-            SESSION_SYNCED => SessionEvent::SessionSynced(serde_json::from_str(data).ok()?),
-            MESSAGE_CREATED => SessionEvent::MessageCreated(serde_json::from_str(data).ok()?),
-            QUESTION_DETACHED => SessionEvent::QuestionDetached(serde_json::from_str(data).ok()?),
-            QUESTION_ATTACHED => SessionEvent::QuestionAttached(serde_json::from_str(data).ok()?),
+            QUESTION_REQUESTED => {
+                SessionEvent::QuestionRequested(Deserialize::deserialize(data).ok()?)
+            }
+            QUESTION_RESOLVED => {
+                SessionEvent::QuestionResolved(Deserialize::deserialize(data).ok()?)
+            }
+            SESSION_SYNCED => SessionEvent::SessionSynced(Deserialize::deserialize(data).ok()?),
+            MESSAGE_CREATED => SessionEvent::MessageCreated(Deserialize::deserialize(data).ok()?),
+            QUESTION_DETACHED => {
+                SessionEvent::QuestionDetached(Deserialize::deserialize(data).ok()?)
+            }
+            QUESTION_ATTACHED => {
+                SessionEvent::QuestionAttached(Deserialize::deserialize(data).ok()?)
+            }
             _ => return None,
         })
     }
@@ -234,7 +255,9 @@ impl WireError {
 
     /// The core error this is, when its code is one of core's.
     pub fn to_core(&self) -> Option<UserInteractionError> {
-        let code = serde_json::from_value(serde_json::Value::String(self.code.clone())).ok()?;
+        let code = crate::ErrorCode::ALL
+            .into_iter()
+            .find(|code| code.as_str() == self.code)?;
         Some(UserInteractionError::new(code, self.message.clone()))
     }
 }

@@ -31,7 +31,8 @@ use ask_user_composer::{
     use_question_stream_with,
 };
 use ask_user_composer::{HttpTransport, PostError};
-use ask_user_core::wire::MessageCreated;
+use ask_user_core::SessionId;
+use ask_user_core::wire::{MessageCreated, Role};
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use serde::Deserialize;
@@ -40,9 +41,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
-
-/// The longest session id the host accepts (its `[A-Za-z0-9_-]{1,64}` rule).
-pub const MAX_SESSION_CHARS: usize = 64;
 
 /// What the embed renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -62,7 +60,7 @@ pub struct EmbedOptions {
     /// The host's API prefix (`''` for this page's origin), without a trailing `/`.
     pub base_url: String,
     /// The session whose questions to show.
-    pub session: String,
+    pub session: SessionId,
     /// A Bearer token, for pages that do not hold the host's cookie.
     pub token: Option<String>,
     /// What to render.
@@ -127,21 +125,14 @@ impl EmbedOptions {
                 "options.baseUrl: {base_url:?} is neither '' (this origin), a path starting with '/', nor an http(s):// URL"
             ));
         }
-        let session = raw
-            .session
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| ask_user_core::DEFAULT_SESSION.to_owned());
-        // The host's rule (host/src/extract.rs): a bad id would only show as a
-        // stream that never connects.
-        let session_ok = session.len() <= MAX_SESSION_CHARS
-            && session
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !session_ok {
-            return Err(format!(
-                "options.session: {session:?} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -"
-            ));
-        }
+        // Core's rule, as the host applies it: a bad id would only show as a
+        // stream that never connects. Its message starts with `session: `.
+        let session = match raw.session.as_deref() {
+            None | Some("") => SessionId::default(),
+            Some(session) => {
+                SessionId::parse(session).map_err(|e| format!("options.{}", e.message))?
+            }
+        };
         let view = match raw.view.as_deref() {
             None | Some("composer") => EmbedView::Composer,
             Some("conversation") => EmbedView::Conversation,
@@ -266,6 +257,8 @@ impl EmbedHandle {
 /// Throws an `Error` naming the argument or option that is wrong.
 #[wasm_bindgen]
 pub fn mount(element: JsValue, options: JsValue) -> Result<EmbedHandle, JsError> {
+    // Debug builds only, as in the page: it costs the release bundle 0.8 KB.
+    #[cfg(debug_assertions)]
     console_error_panic_hook::set_once();
     let element = element
         .dyn_into::<web_sys::Element>()
@@ -373,13 +366,27 @@ fn watch_messages(stream: UseQuestionStreamReturn, callback: js_sys::Function) {
             .messages
             .with(|list| (list.iter().skip(seen).cloned().collect(), list.len()));
         for message in fresh {
-            let json = serde_json::to_string(&message).expect("a message always serialises");
-            if let Ok(value) = js_sys::JSON::parse(&json) {
-                call(&callback, &value);
-            }
+            call(&callback, &message_object(&message));
         }
         total
     });
+}
+
+/// `{id, role, text}`, the wire's `message/created` as a JavaScript object.
+fn message_object(message: &MessageCreated) -> JsValue {
+    let object = js_sys::Object::new();
+    let role = match message.role {
+        Role::User => "user",
+        Role::Agent => "agent",
+    };
+    for (key, value) in [
+        ("id", message.id.as_str()),
+        ("role", role),
+        ("text", &message.text),
+    ] {
+        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(key), &JsValue::from_str(value));
+    }
+    object.into()
 }
 
 fn call(callback: &js_sys::Function, argument: &JsValue) {
@@ -407,7 +414,7 @@ mod tests {
             options,
             EmbedOptions {
                 base_url: String::new(),
-                session: "default".to_owned(),
+                session: SessionId::default(),
                 token: None,
                 view: EmbedView::Composer,
                 lang: None,
@@ -444,7 +451,7 @@ mod tests {
             ..raw()
         })
         .unwrap();
-        assert_eq!(options.session, "default");
+        assert_eq!(options.session, SessionId::default());
         assert_eq!(options.token, None);
     }
 
@@ -456,7 +463,12 @@ mod tests {
                 ..raw()
             })
             .unwrap_err();
-            assert!(err.starts_with("options.session:"), "{bad}: {err}");
+            assert_eq!(
+                err,
+                format!(
+                    "options.session: {bad:?} is not a session id; use 1 to 64 of A-Z a-z 0-9 _ -"
+                ),
+            );
         }
     }
 

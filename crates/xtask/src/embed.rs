@@ -120,7 +120,15 @@ fn build(ctx: &Ctx) -> Result<(), String> {
     for (from, to) in copies {
         copy(&from, &out.join(to))?;
     }
-    println!("    embed: {}", size_note(&out)?);
+    match crate::size::weigh(&crate::size::embed_files(&out)) {
+        Ok(weight) => println!(
+            "    embed (js + wasm): {:.1} KB brotli, {:.1} KiB gzipped, {:.1} KiB as built",
+            weight.brotli as f64 / 1000.0,
+            weight.gzip as f64 / 1024.0,
+            weight.raw as f64 / 1024.0
+        ),
+        Err(err) => println!("    embed: could not weigh it: {err}"),
+    }
     Ok(())
 }
 
@@ -150,22 +158,6 @@ fn sync(ctx: &Ctx) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// "embed wasm N KiB raw, M KiB gzipped".
-pub fn size_note(out: &Path) -> Result<String, String> {
-    let wasm = out.join(format!("{NAME}_bg.wasm"));
-    let raw = wasm
-        .metadata()
-        .map_err(|e| format!("{}: {e}", wasm.display()))?
-        .len();
-    let gz = crate::summary::gzipped_len(&wasm)?;
-    let kib = |bytes: u64| bytes as f64 / 1024.0;
-    Ok(format!(
-        "embed wasm ({DIR}/{NAME}_bg.wasm) {:.1} KiB raw, {:.1} KiB gzipped",
-        kib(raw),
-        kib(gz)
-    ))
 }
 
 fn copy(from: &Path, to: &Path) -> Result<(), String> {

@@ -6,6 +6,7 @@
 mod embed;
 mod exec;
 mod page;
+mod size;
 mod soak;
 mod stamp;
 mod summary;
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
-use exec::{Ctx, Report};
+use exec::{Ctx, Outcome, Report};
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -142,6 +143,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     }
     let started = Instant::now();
     tools::ensure_build_tools(ctx)?;
+    tools::ensure_brotli(ctx)?;
     let chromedriver = tools::ensure_browser(ctx)?;
     let node_modules = tools::ensure_node_test_packages(ctx)?;
     let mut report = Report::default();
@@ -162,18 +164,14 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         if let Err(err) = page::record_page(ctx, &inputs) {
             report.note(format!("could not record the build: {err}"));
         }
-        match summary::page_size(&page::dist(ctx)) {
-            Ok(size) => report.note(size),
-            Err(err) => report.note(format!("could not measure the build: {err}")),
-        }
+        page_size_step(ctx, &mut report);
     }
     // The JavaScript embed into dist/embed/ (after Trunk, and after measuring the page).
     if built {
         let embed_step = "embed build (dist/embed/, crates/embed)";
         built = report.run(embed_step, embed::command(ctx), summary::errors);
         if built {
-            let out = page::dist(ctx).join(embed::DIR);
-            report.note(embed::size_note(&out).unwrap_or_else(|err| err));
+            embed_size_step(ctx, &mut report);
         }
     }
     // From here on every cargo command that builds the host gives it the page
@@ -335,6 +333,7 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         _ => return Err(format!("unexpected arguments {args:?}\n\n{USAGE}")),
     };
     let started = Instant::now();
+    tools::ensure_brotli(ctx)?;
     let chromedriver = tools::ensure_browser(ctx)?;
     let mut report = Report::default();
     // Only bench targets (`--bench '*'`), so libraries and the wasm app are not
@@ -361,10 +360,8 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         dist_command,
         summary::dist,
     ) {
-        match summary::page_size(&page::dist(ctx)) {
-            Ok(size) => report.note(size),
-            Err(err) => report.note(format!("could not measure the page: {err}")),
-        }
+        page_size_step(ctx, &mut report);
+        embed_size_step(ctx, &mut report);
     }
     // What weighs in the page's wasm: Trunk's wasm-bindgen output optimised as
     // Trunk does (`-Oz`), but keeping the function names (`-g`).
@@ -414,6 +411,54 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
         Ok(())
     } else {
         Err("some benches failed (see the summary above)".to_owned())
+    }
+}
+
+/// Weighs the page's first load against issue 11's goals (see `size`).
+fn page_size_step(ctx: &Ctx, report: &mut Report) {
+    let files = size::page_files(&page::dist(ctx));
+    size_step(
+        report,
+        "page size (first load; goals 100 KB brotli, 130 KiB gzip)",
+        "page first load",
+        files,
+        size::PAGE_CEILING,
+    );
+}
+
+/// Weighs the embed's first load against the same goals.
+fn embed_size_step(ctx: &Ctx, report: &mut Report) {
+    let files = size::embed_files(&page::dist(ctx).join(embed::DIR));
+    size_step(
+        report,
+        "embed size (first load; goals 100 KB brotli, 130 KiB gzip)",
+        "embed first load",
+        Ok(files),
+        size::EMBED_CEILING,
+    );
+}
+
+fn size_step(
+    report: &mut Report,
+    name: &str,
+    what: &str,
+    files: Result<Vec<PathBuf>, String>,
+    ceiling: size::Ceiling,
+) {
+    match files.and_then(|files| size::weigh(&files)) {
+        Ok(weight) => {
+            let outcome = match size::judge(&weight, ceiling) {
+                size::Verdict::Within => Outcome::Passed,
+                size::Verdict::OverGoal => Outcome::Missed,
+                size::Verdict::OverCeiling => Outcome::Failed,
+            };
+            report.record(name, outcome, size::describe(what, &weight, ceiling));
+        }
+        Err(err) => report.record(
+            name,
+            Outcome::Failed,
+            vec![format!("could not weigh it: {err}")],
+        ),
     }
 }
 

@@ -1,10 +1,7 @@
 //! Turning each runner's output into the few lines the final summary shows.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-/// The page's gzipped size budget: the whole first load, all files (issue 11).
-const PAGE_BUDGET_KIB: f64 = 130.0;
 /// How many error lines a failed step repeats in the summary.
 const MAX_ERROR_LINES: usize = 12;
 
@@ -214,64 +211,6 @@ pub fn dist(lines: &[String], passed: bool) -> Vec<String> {
         .filter(|line| line.starts_with("the one binary:") || line.contains("is up to date"))
         .map(|line| line.trim_start_matches("==> ").to_owned())
         .collect()
-}
-
-/// The built page's size, raw and gzipped, against the budget (the embed's
-/// folder, a separate bundle, is left out).
-pub fn page_size(dist: &Path) -> Result<String, String> {
-    let mut files = Vec::new();
-    collect_files(dist, &mut files).map_err(|err| format!("{}: {err}", dist.display()))?;
-    files.retain(|file| !file.starts_with(dist.join(crate::embed::DIR)));
-    let (mut raw, mut gz, mut wasm_raw, mut wasm_gz) = (0u64, 0u64, 0u64, 0u64);
-    for file in &files {
-        let size = file.metadata().map_err(|err| err.to_string())?.len();
-        let zipped = gzipped_len(file)?;
-        raw += size;
-        gz += zipped;
-        if file.extension().is_some_and(|ext| ext == "wasm") {
-            wasm_raw += size;
-            wasm_gz += zipped;
-        }
-    }
-    let kib = |bytes: u64| bytes as f64 / 1024.0;
-    let verdict = if kib(gz) <= PAGE_BUDGET_KIB {
-        "within"
-    } else {
-        "OVER"
-    };
-    Ok(format!(
-        "wasm {:.1} KiB raw, {:.1} KiB gzipped; whole page ({} files) {:.1} KiB raw, {:.1} KiB gzipped ({verdict} the {PAGE_BUDGET_KIB} KiB budget)",
-        kib(wasm_raw),
-        kib(wasm_gz),
-        files.len(),
-        kib(raw),
-        kib(gz),
-    ))
-}
-
-fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let path = entry?.path();
-        if path.is_dir() {
-            collect_files(&path, out)?;
-        } else {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// Size after `gzip -9`, as a server with compression would send it.
-pub fn gzipped_len(file: &Path) -> Result<u64, String> {
-    let output = Command::new("gzip")
-        .args(["-9", "-c"])
-        .arg(file)
-        .output()
-        .map_err(|err| format!("gzip: {err}"))?;
-    if !output.status.success() {
-        return Err(format!("gzip failed on {}", file.display()));
-    }
-    Ok(output.stdout.len() as u64)
 }
 
 #[cfg(test)]

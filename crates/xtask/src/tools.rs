@@ -209,11 +209,7 @@ pub fn ensure_browser(ctx: &Ctx) -> Result<PathBuf, String> {
         println!("    ok  chromium + chromedriver ({})", found.display());
         return Ok(found);
     }
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root || ctx.which("apt-get").is_none() {
+    if !can_apt_install(ctx) {
         return Err(
             "the browser tests need Chromium and chromedriver: install them \
              (Debian/Ubuntu: `sudo apt-get install chromium chromium-driver`), \
@@ -224,17 +220,50 @@ pub fn ensure_browser(ctx: &Ctx) -> Result<PathBuf, String> {
     println!(
         "==> Installing Debian's chromium and chromium-driver with apt-get; this may take a few minutes"
     );
+    apt_install(ctx, &["chromium", "chromium-driver"])?;
+    find_browser(ctx).ok_or_else(|| {
+        "apt-get finished but chromium/chromedriver are still not on PATH".to_owned()
+    })
+}
+
+/// Makes sure `brotli` is installed: the page's size is weighed with it, as
+/// the host compresses it (quality 11).
+pub fn ensure_brotli(ctx: &Ctx) -> Result<(), String> {
+    if ctx.which("brotli").is_some() {
+        println!("    ok  brotli");
+        return Ok(());
+    }
+    if !can_apt_install(ctx) {
+        return Err(
+            "weighing the page needs the `brotli` command: install it (Debian/Ubuntu: `sudo apt-get install brotli`)"
+                .to_owned(),
+        );
+    }
+    println!("==> Installing Debian's brotli with apt-get (the page is weighed with it)");
+    apt_install(ctx, &["brotli"])?;
+    ctx.which("brotli")
+        .map(drop)
+        .ok_or_else(|| "apt-get finished but brotli is still not on PATH".to_owned())
+}
+
+fn can_apt_install(ctx: &Ctx) -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    root && ctx.which("apt-get").is_some()
+}
+
+fn apt_install(ctx: &Ctx, packages: &[&str]) -> Result<(), String> {
     let mut update = ctx.command("apt-get");
     update.arg("update");
     ctx.run_setup(update)?;
     let mut install = ctx.command("apt-get");
     install
-        .args(["install", "-y", "chromium", "chromium-driver"])
+        .args(["install", "-y"])
+        .args(packages)
         .env("DEBIAN_FRONTEND", "noninteractive");
-    ctx.run_setup(install)?;
-    find_browser(ctx).ok_or_else(|| {
-        "apt-get finished but chromium/chromedriver are still not on PATH".to_owned()
-    })
+    ctx.run_setup(install)
 }
 
 fn find_browser(ctx: &Ctx) -> Option<PathBuf> {

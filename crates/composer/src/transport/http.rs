@@ -2,51 +2,64 @@
 //! session's event stream with `EventSource`.
 
 use super::{EventSink, EventStream, LocalFuture, PostError, QuestionTransport, StreamStatus};
-use ask_user_core::AnswerBatch;
-use ask_user_core::wire::{ErrorBody, PostMessage, SessionEvent};
+use ask_user_core::wire::{ErrorBody, PostMessage};
+use ask_user_core::{AnswerBatch, SessionId};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+/// What a query value may hold unencoded: RFC 3986's unreserved characters.
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// The host's HTTP API for one session.
 ///
 /// Same origin: the HttpOnly session cookie authenticates everything. Cross
 /// origin: pass a token; POSTs send `Authorization: Bearer`, and because
 /// `EventSource` cannot send headers, the events URL carries `?token=`.
+///
+/// Session ids ([`SessionId`]) and the host's question ids are
+/// `[A-Za-z0-9_-]`, so they go into paths as they are; only the token, which
+/// the embedding page hands over as any text, is percent-encoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpTransport {
     base_url: String,
-    session: String,
+    session: SessionId,
     token: Option<String>,
 }
 
 impl HttpTransport {
     /// The API at `base_url` (empty for same origin) for `session`.
-    pub fn new(
-        base_url: impl Into<String>,
-        session: impl Into<String>,
-        token: Option<String>,
-    ) -> Self {
+    pub fn new(base_url: impl Into<String>, session: SessionId, token: Option<String>) -> Self {
         Self {
             base_url: base_url.into().trim_end_matches('/').to_owned(),
-            session: session.into(),
+            session,
             token: token.filter(|t| !t.is_empty()),
         }
     }
 
-    /// `{base}/api/sessions/{session}` with the session percent-encoded.
+    /// `{base}/api/sessions/{session}`.
     pub fn session_url(&self) -> String {
-        format!("{}/api/sessions/{}", self.base_url, encode(&self.session))
+        format!("{}/api/sessions/{}", self.base_url, self.session)
     }
 
     /// The event stream's URL (with `?token=` when a token is set).
     pub fn events_url(&self) -> String {
         match &self.token {
-            Some(token) => format!("{}/events?token={}", self.session_url(), encode(token)),
+            Some(token) => format!(
+                "{}/events?token={}",
+                self.session_url(),
+                utf8_percent_encode(token, QUERY_VALUE)
+            ),
             None => format!("{}/events", self.session_url()),
         }
     }
 
-    /// The URL of one question's action (`answer` or `cancel`).
+    /// The URL of one question's action (`answer` or `cancel`); `id` is one the
+    /// host minted (`[A-Za-z0-9_-]`, as in `question/requested`).
     pub fn question_url(&self, id: &str, action: &str) -> String {
-        format!("{}/questions/{}/{action}", self.session_url(), encode(id))
+        format!("{}/questions/{id}/{action}", self.session_url())
     }
 
     fn post(&self, url: String, body: Option<String>) -> LocalFuture<Result<(), PostError>> {
@@ -79,13 +92,13 @@ impl HttpTransport {
 
 /// Reads the host's `{"error": {"code", "message"}}` body, or keeps the raw text.
 pub fn error_from_body(status: u16, text: &str) -> PostError {
-    match serde_json::from_str::<ErrorBody>(text) {
-        Ok(body) => PostError {
+    match crate::json::from_str::<ErrorBody>(text) {
+        Some(body) => PostError {
             status: Some(status),
             code: Some(body.error.code),
             message: body.error.message,
         },
-        Err(_) => PostError {
+        None => PostError {
             status: Some(status),
             code: None,
             message: if text.trim().is_empty() {
@@ -99,7 +112,9 @@ pub fn error_from_body(status: u16, text: &str) -> PostError {
 
 impl QuestionTransport for HttpTransport {
     fn post_answer(&self, id: &str, batch: &AnswerBatch) -> LocalFuture<Result<(), PostError>> {
-        let body = serde_json::to_string(batch).expect("an answer batch always serialises");
+        // Serialising plain strings cannot fail; if it ever did, the host's
+        // refusal of an empty body would show, never a silent success.
+        let body = crate::json::to_string(batch).unwrap_or_default();
         self.post(self.question_url(id, "answer"), Some(body))
     }
 
@@ -108,10 +123,10 @@ impl QuestionTransport for HttpTransport {
     }
 
     fn post_message(&self, text: &str) -> LocalFuture<Result<(), PostError>> {
-        let body = serde_json::to_string(&PostMessage {
+        let body = crate::json::to_string(&PostMessage {
             text: text.to_owned(),
         })
-        .expect("a message always serialises");
+        .unwrap_or_default();
         self.post(format!("{}/messages", self.session_url()), Some(body))
     }
 
@@ -153,7 +168,7 @@ fn open_event_source(url: &str, sink: EventSink) -> EventStream {
             else {
                 return;
             };
-            if let Some(frame) = SessionEvent::parse(name, &data) {
+            if let Some(frame) = crate::json::session_event(name, &data) {
                 sink.event(frame);
             }
         });
@@ -191,35 +206,26 @@ fn open_event_source(url: &str, sink: EventSink) -> EventStream {
     })
 }
 
-/// Percent-encodes a path segment or query value (RFC 3986 unreserved kept).
-pub fn encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn session(id: &str) -> SessionId {
+        SessionId::parse(id).unwrap()
+    }
+
     #[test]
-    fn urls_follow_the_host_contract_and_encode_their_parts() {
-        let t = HttpTransport::new("http://127.0.0.1:7777/", "my team", None);
+    fn urls_follow_the_host_contract() {
+        let t = HttpTransport::new("http://127.0.0.1:7777/", session("team-a_1"), None);
         assert_eq!(
             t.events_url(),
-            "http://127.0.0.1:7777/api/sessions/my%20team/events"
+            "http://127.0.0.1:7777/api/sessions/team-a_1/events"
         );
         assert_eq!(
-            t.question_url("q/1", "answer"),
-            "http://127.0.0.1:7777/api/sessions/my%20team/questions/q%2F1/answer"
+            t.question_url("q_0f3a", "answer"),
+            "http://127.0.0.1:7777/api/sessions/team-a_1/questions/q_0f3a/answer"
         );
-        let same_origin = HttpTransport::new("", "default", None);
+        let same_origin = HttpTransport::new("", SessionId::default(), None);
         assert_eq!(
             same_origin.question_url("abc", "cancel"),
             "/api/sessions/default/questions/abc/cancel"
@@ -227,13 +233,17 @@ mod tests {
     }
 
     #[test]
-    fn a_token_rides_on_the_events_url_because_event_source_sends_no_headers() {
-        let t = HttpTransport::new("https://h.example", "default", Some("a+b/c".into()));
+    fn a_token_rides_percent_encoded_on_the_events_url_because_event_source_sends_no_headers() {
+        let t = HttpTransport::new(
+            "https://h.example",
+            SessionId::default(),
+            Some("a+b/c&d=e Z-._~".into()),
+        );
         assert_eq!(
             t.events_url(),
-            "https://h.example/api/sessions/default/events?token=a%2Bb%2Fc"
+            "https://h.example/api/sessions/default/events?token=a%2Bb%2Fc%26d%3De%20Z-._~"
         );
-        let empty = HttpTransport::new("", "default", Some(String::new()));
+        let empty = HttpTransport::new("", SessionId::default(), Some(String::new()));
         assert_eq!(empty.events_url(), "/api/sessions/default/events");
     }
 

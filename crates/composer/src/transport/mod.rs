@@ -6,7 +6,7 @@
 mod http;
 mod memory;
 
-pub use http::{HttpTransport, encode, error_from_body};
+pub use http::{HttpTransport, error_from_body};
 pub use memory::{MemoryTransport, RecordedPost};
 
 use ask_user_core::AnswerBatch;
