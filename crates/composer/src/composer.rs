@@ -154,7 +154,7 @@ pub(crate) fn key_input(ev: &web_sys::KeyboardEvent) -> KeyInput {
     KeyInput {
         key: Key::from_dom(&ev.key()),
         shift: ev.shift_key(),
-        shortcut: ev.ctrl_key() || ev.alt_key() || ev.meta_key(),
+        shortcut: KeyInput::is_shortcut(ev.ctrl_key(), ev.alt_key(), ev.meta_key()),
         is_composing: ev.is_composing(),
         key_code: ev.key_code(),
         target: KeyTarget::from_dom(&tag, is_option),

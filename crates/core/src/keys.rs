@@ -14,8 +14,8 @@ pub struct KeyInput {
     pub key: Key,
     /// `event.shiftKey`.
     pub shift: bool,
-    /// `event.ctrlKey || event.altKey || event.metaKey`: a browser or system
-    /// shortcut, never one of ours.
+    /// A browser or system shortcut, never one of ours
+    /// ([`KeyInput::is_shortcut`] of the event's modifiers).
     pub shortcut: bool,
     /// `event.isComposing`.
     pub is_composing: bool,
@@ -44,6 +44,14 @@ impl KeyInput {
             target: KeyTarget::TextBox,
             ..Self::plain(key)
         }
+    }
+
+    /// Whether a keydown with these modifiers (`event.ctrlKey`, `altKey`,
+    /// `metaKey`) is a browser or system shortcut, which the composers never
+    /// act on: any of the three makes it one; Shift alone does not (it is part
+    /// of Shift+Enter, a newline).
+    pub fn is_shortcut(ctrl: bool, alt: bool, meta: bool) -> bool {
+        ctrl || alt || meta
     }
 
     /// Enter and Space on a button or link are its own activation (Skip, Cancel,

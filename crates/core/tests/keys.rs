@@ -50,6 +50,14 @@ fn dom_keys_and_focused_elements_map_to_the_policy_s_vocabulary() {
 }
 
 #[test]
+fn ctrl_alt_or_meta_make_a_shortcut_and_shift_alone_does_not() {
+    assert!(!KeyInput::is_shortcut(false, false, false));
+    assert!(KeyInput::is_shortcut(true, false, false));
+    assert!(KeyInput::is_shortcut(false, true, false));
+    assert!(KeyInput::is_shortcut(false, false, true));
+}
+
+#[test]
 fn enter_and_space_on_a_button_are_left_to_the_button() {
     let mut state = ready_to_submit();
     let before = state.clone();
