@@ -3,13 +3,16 @@
 
 use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
+use crate::pending::SharedEvent;
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{
-    MessageCreated, PendingList, PendingQuestion, PostMessage, Role, StatusBody,
+    MessageCreated, PendingListRef, PendingQuestionRef, PostMessage, Role, SessionEvent, StatusBody,
 };
 use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -68,6 +71,8 @@ async fn ask(
         ms => ms.map(Duration::from_millis),
     };
     let request = AskRequest::from_json(&body)?;
+    // The text is not kept beside the parsed request while the ask waits.
+    drop(body);
     let options = AskOptions {
         timeout,
         ..AskOptions::default()
@@ -78,18 +83,36 @@ async fn ask(
 }
 
 /// `GET /api/sessions/{session}/questions` → `{"pending": [...]}`, oldest first.
-async fn list(State(state): State<AppState>, Session(session): Session) -> Json<PendingList> {
-    let pending = state
-        .store()
-        .snapshot(session.as_str())
-        .into_iter()
-        .map(|q| PendingQuestion {
-            id: q.id,
-            request: q.request,
-            created_at_ms: q.created_at_ms,
+///
+/// The table's lock is held only to take the shared events; the list (up to
+/// the byte budget in size) is written on a blocking thread, so runtime
+/// workers stay free for every other route meanwhile.
+async fn list(State(state): State<AppState>, Session(session): Session) -> Response {
+    let events = state.store().pending_events(session.as_str());
+    match tokio::task::spawn_blocking(move || pending_json(&events)).await {
+        Ok(json) => ([(CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(error) => ApiError::from(UserInteractionError::failed(format!(
+            "listing the pending questions failed: {error}"
+        )))
+        .into_response(),
+    }
+}
+
+/// `{"pending": [...]}` of the `question/requested` events, as core's
+/// `PendingList`.
+fn pending_json(events: &[SharedEvent]) -> String {
+    let pending = events
+        .iter()
+        .filter_map(|event| match &**event {
+            SessionEvent::QuestionRequested(q) => Some(PendingQuestionRef {
+                id: &q.id,
+                request: &q.request,
+                created_at_ms: q.created_at_ms,
+            }),
+            _ => None,
         })
         .collect();
-    Json(PendingList { pending })
+    serde_json::to_string(&PendingListRef { pending }).expect("requests always serialise")
 }
 
 /// `POST /api/sessions/{session}/questions/{id}/answer`: the first valid answer wins.
@@ -127,9 +150,7 @@ async fn message(
 ) -> Result<Json<MessageCreated>, ApiError> {
     let post: PostMessage = serde_json::from_str(&body)
         .map_err(|e| UserInteractionError::bad_request(format!("message: {e}")))?;
-    if post.text.trim().is_empty() {
-        return Err(UserInteractionError::bad_request("text: must not be empty").into());
-    }
+    post.validate()?;
     Ok(Json(state.post_message(&session, Role::User, post.text)))
 }
 

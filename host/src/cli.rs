@@ -1,11 +1,11 @@
 //! The `ask-user` command line.
 
-use crate::pending::DEFAULT_DETACH_GRACE;
+use crate::pending::{DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES};
 use crate::security::check_token;
 use crate::server::{Limits, connections_for_descriptors};
 use crate::state::{
-    DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MCP_WAIT_BUDGET, HostConfig,
-    random_token,
+    DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
+    HostConfig, random_token,
 };
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
@@ -60,6 +60,14 @@ pub struct ServeArgs {
     /// answered for an agent that went away); the next ask gets 429.
     #[arg(long, default_value_t = DEFAULT_MAX_PENDING)]
     pub max_pending: usize,
+    /// At most this many bytes of requests (as JSON) are kept at once, in all
+    /// sessions; the next ask gets 429. Default 64 MiB. (One session also
+    /// holds at most 256 pending questions: what the page shows.)
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_PENDING_BYTES)]
+    pub max_pending_bytes: usize,
+    /// At most this many event streams (page tabs) are open at once; the next gets 429.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_STREAMS)]
+    pub max_streams: usize,
     /// At most this many MCP sessions are open at once; the next `initialize` gets 429.
     #[arg(long, default_value_t = DEFAULT_MAX_MCP_SESSIONS)]
     pub max_mcp_sessions: usize,
@@ -114,6 +122,8 @@ impl ServeArgs {
                 .map(|h| h.to_ascii_lowercase())
                 .collect(),
             max_pending: self.max_pending,
+            max_pending_bytes: self.max_pending_bytes,
+            max_streams: self.max_streams,
             max_mcp_sessions: self.max_mcp_sessions,
             dist,
             web: !self.no_web,
@@ -237,6 +247,16 @@ mod tests {
         assert_eq!(set.mcp_wait_budget, Some(Duration::from_secs(2)));
         let forever = serve_config(&["--mcp-wait-budget", "0"]);
         assert_eq!(forever.mcp_wait_budget, None);
+    }
+
+    #[test]
+    fn the_byte_budget_and_the_stream_cap_default_to_64_mib_and_256_and_take_their_flags() {
+        let defaults = serve_config(&[]);
+        assert_eq!(defaults.max_pending_bytes, 64 * 1024 * 1024);
+        assert_eq!(defaults.max_streams, 256);
+        let set = serve_config(&["--max-pending-bytes", "1000", "--max-streams", "2"]);
+        assert_eq!(set.max_pending_bytes, 1000);
+        assert_eq!(set.max_streams, 2);
     }
 
     #[test]

@@ -6,11 +6,10 @@
 //! ([`AppState::ask`]), then posts a summary of the answers, or says that the
 //! person cancelled. No network, no model.
 
-use crate::pending::SharedEvent;
+use crate::pending::{EventReceiver, RecvError};
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{MessageCreated, Role, SessionEvent};
 use ask_user_core::{AnswerBatch, AskRequest, ErrorCode, Question, QuestionOption, SessionId};
-use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::task::JoinHandle;
 
 /// The session the demo agent talks in: the default one.
@@ -152,7 +151,7 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
 }
 
 /// One turn: reply, ask, listen again, summarise. Returns the new subscription.
-async fn converse(state: &AppState, session: &SessionId) -> broadcast::Receiver<SharedEvent> {
+async fn converse(state: &AppState, session: &SessionId) -> EventReceiver {
     state.post_message(session, Role::Agent, REPLY);
     let request = questions();
     let result = state

@@ -1,5 +1,6 @@
 //! The host's one error type and its JSON response.
 
+use crate::pending::PendingLimit;
 use ask_user_core::wire::{ErrorBody, WireError};
 use ask_user_core::{ErrorCode, UserInteractionError};
 use axum::Json;
@@ -15,8 +16,14 @@ use axum::response::{IntoResponse, Response};
 pub enum ApiError {
     /// A core error (validation, cancel, timeout, abort, not pending, …).
     Interaction(UserInteractionError),
-    /// `TOO_MANY_PENDING` (429): `--max-pending` questions already wait.
+    /// `TOO_MANY_PENDING` (429): one more question would break a limit:
+    /// `--max-pending`, the per-session limit or `--max-pending-bytes`.
     TooManyPending {
+        /// Which limit, and its value.
+        limit: PendingLimit,
+    },
+    /// `TOO_MANY_STREAMS` (429): `--max-streams` event streams are open.
+    TooManyStreams {
         /// The configured limit.
         limit: usize,
     },
@@ -53,6 +60,7 @@ impl ApiError {
         match self {
             ApiError::Interaction(error) => status_of(error.code),
             ApiError::TooManyPending { .. }
+            | ApiError::TooManyStreams { .. }
             | ApiError::TooManySessions { .. }
             | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -68,6 +76,7 @@ impl ApiError {
         match self {
             ApiError::Interaction(error) => error.code.as_str(),
             ApiError::TooManyPending { .. } => "TOO_MANY_PENDING",
+            ApiError::TooManyStreams { .. } => "TOO_MANY_STREAMS",
             ApiError::TooManySessions { .. } => "TOO_MANY_SESSIONS",
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::AuthThrottled { .. } => "TOO_MANY_AUTH_FAILURES",
@@ -82,8 +91,27 @@ impl ApiError {
     pub fn message(&self) -> String {
         match self {
             ApiError::Interaction(error) => error.message.clone(),
-            ApiError::TooManyPending { limit } => format!(
-                "too many pending questions: at most {limit} may wait at once; answer or cancel some first"
+            ApiError::TooManyPending {
+                limit: PendingLimit::Total(limit),
+            } => format!(
+                "too many pending questions: at most {limit} may wait at once in all sessions \
+                 (--max-pending); answer or cancel some first"
+            ),
+            ApiError::TooManyPending {
+                limit: PendingLimit::PerSession(limit),
+            } => format!(
+                "too many pending questions in this session: at most {limit} may wait in one \
+                 session (what the page holds); answer or cancel some first"
+            ),
+            ApiError::TooManyPending {
+                limit: PendingLimit::Bytes(limit),
+            } => format!(
+                "pending questions hold too many bytes: at most {limit} bytes of requests may \
+                 wait at once in all sessions (--max-pending-bytes); answer or cancel some first"
+            ),
+            ApiError::TooManyStreams { limit } => format!(
+                "too many event streams: at most {limit} may be open at once (--max-streams); \
+                 close a tab or wait for one to close"
             ),
             ApiError::TooManySessions { limit } => format!(
                 "too many MCP sessions: at most {limit} may be open at once; close one \

@@ -5,8 +5,9 @@
 //! broadcast is re-synced the same way, never left silently behind. Shutdown
 //! ends the stream after the events already sent to it (e.g. `disposed`).
 
+use crate::error::ApiError;
 use crate::extract::Session;
-use crate::pending::{PendingStore, SharedEvent};
+use crate::pending::{EventReceiver, PendingStore, RecvError, SharedEvent, TryRecvError};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
@@ -18,7 +19,6 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 use tokio_util::sync::CancellationToken;
 
 /// How often an idle stream sends a keep-alive comment.
@@ -32,16 +32,19 @@ pub fn router() -> Router<AppState> {
 async fn events(
     State(state): State<AppState>,
     Session(session): Session,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    // Held by the stream: released when the stream ends or its reader goes.
+    let room = state.open_stream()?;
     let stream = session_events(
         state.store().clone(),
         session.into(),
         state.shutdown_token(),
     );
-    let stream = futures_util::StreamExt::map(stream, |event| {
+    let stream = futures_util::StreamExt::map(stream, move |event| {
+        let _room = &room;
         Ok(Event::default().event(event.name()).data(event.data()))
     });
-    Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 
 struct Cursor {
@@ -49,7 +52,7 @@ struct Cursor {
     session: String,
     shutdown: CancellationToken,
     queue: VecDeque<SharedEvent>,
-    events: Option<broadcast::Receiver<SharedEvent>>,
+    events: Option<EventReceiver>,
     done: bool,
 }
 

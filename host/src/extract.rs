@@ -90,7 +90,8 @@ impl<S: Send + Sync> FromRequest<S> for BodyText {
                         .into()
                 }
             })?;
-        String::from_utf8(bytes.to_vec())
+        // Without a copy: the body's buffer becomes the string.
+        String::from_utf8(Vec::from(bytes))
             .map(Self)
             .map_err(|_| UserInteractionError::bad_request("body: not UTF-8 text").into())
     }

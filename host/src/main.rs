@@ -8,12 +8,17 @@ use std::io::Write;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
+/// The log filter without `RUST_LOG`: INFO, but rmcp only from WARN: its INFO
+/// lines carry what clients send, unbounded (a whole `clientInfo`, every
+/// notification). The host logs what it needs of them itself, truncated.
+const DEFAULT_LOG: &str = "info,rmcp=warn";
+
 #[tokio::main]
 async fn main() -> ExitCode {
     // Logs go to stderr: stdout carries only the URL line.
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

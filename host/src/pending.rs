@@ -20,6 +20,7 @@
 //! The table sits behind [`PendingStore`] so a shared store can replace process
 //! memory without touching the routes.
 
+use ask_user_core::limits::MAX_PENDING_PER_SESSION;
 use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved, Role, SessionEvent,
     SessionSynced,
@@ -30,10 +31,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::{Notify, broadcast, oneshot};
+use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+mod fanout;
+
+use fanout::Fanout;
+pub use fanout::{EventReceiver, RecvError, TryRecvError};
 
 /// A session event as broadcast: shared, so a large request is never copied
 /// per subscriber.
@@ -80,6 +86,7 @@ pub struct Attachment {
     number: u64,
     seq: u64,
     key: u64,
+    bytes: usize,
     event: SharedEvent,
 }
 
@@ -100,15 +107,27 @@ pub enum LetGo {
     Detach,
 }
 
+/// Which limit a refused question would have gone over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PendingLimit {
+    /// `--max-pending`: questions kept at once across sessions (pending or held).
+    Total(usize),
+    /// Questions pending in one session: at most what the page's
+    /// questionnaire holds (core's `limits::MAX_PENDING_PER_SESSION`).
+    PerSession(usize),
+    /// `--max-pending-bytes`: bytes of requests (as canonical JSON) kept at once.
+    Bytes(usize),
+}
+
 /// Why a question could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegisterError {
     /// The store is disposed (the host is shutting down).
     ShuttingDown,
-    /// `limit` questions (pending or held) are already kept.
+    /// Keeping one more question would break `limit`.
     TooManyPending {
         /// The limit.
-        limit: usize,
+        limit: PendingLimit,
     },
 }
 
@@ -120,7 +139,7 @@ pub struct Subscription {
     /// `session/synced` listing their ids.
     pub replay: Vec<SharedEvent>,
     /// Every event after the snapshot.
-    pub events: broadcast::Receiver<SharedEvent>,
+    pub events: EventReceiver,
 }
 
 /// The pending table of questions and the per-session event broadcast.
@@ -184,8 +203,18 @@ pub trait PendingStore: Send + Sync + 'static {
     /// [`PendingStore::expire`]'s next instant can look again.
     fn grace_started(&self) -> &Notify;
 
-    /// The pending questions of `session`, oldest first.
-    fn snapshot(&self, session: &str) -> Vec<QuestionRequested>;
+    /// The `question/requested` events of `session`'s pending questions,
+    /// oldest first: shared, so taking them costs no copy of a request (the
+    /// caller serialises them after the table's lock is released).
+    fn pending_events(&self, session: &str) -> Vec<SharedEvent>;
+
+    /// The pending questions of `session`, oldest first (copied).
+    fn snapshot(&self, session: &str) -> Vec<QuestionRequested> {
+        self.pending_events(session)
+            .iter()
+            .map(|event| question(event).clone())
+            .collect()
+    }
 
     /// Subscribes to `session` and takes the replay in the same step.
     fn subscribe(&self, session: &str) -> Subscription;
@@ -209,11 +238,32 @@ pub trait PendingStore: Send + Sync + 'static {
 
     /// The most questions kept at once, pending and held together.
     fn max_kept(&self) -> usize;
+
+    /// Every limit [`PendingStore::register`] may refuse with.
+    fn pending_limits(&self) -> Vec<PendingLimit> {
+        vec![PendingLimit::Total(self.max_kept())]
+    }
+
+    /// Bytes of requests (as canonical JSON) kept now, pending and held.
+    fn pending_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// How many events a session's broadcast buffers for a slow subscriber before
 /// that subscriber lags (and is re-synced).
 pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
+
+/// How many bytes of events a session's broadcast buffers for one slow
+/// subscriber before that subscriber lags (and is re-synced): 1 MiB.
+pub const DEFAULT_EVENT_BUFFER_BYTES: usize = 1024 * 1024;
+
+/// Default for `--max-pending-bytes`: bytes of requests kept at once (64 MiB).
+pub const DEFAULT_MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
+
+/// What an event other than `question/requested` weighs in a subscriber's
+/// budget besides its text: its id and framing.
+const EVENT_OVERHEAD: usize = 64;
 
 /// How many resolved ids the store remembers to explain `NOT_PENDING`.
 pub const REMEMBERED_RESOLUTIONS: usize = 4096;
@@ -248,6 +298,8 @@ enum Waiting {
 struct Entry {
     seq: u64,
     key: u64,
+    /// The request's size as canonical JSON, counted against the byte budget.
+    bytes: usize,
     /// The `question/requested` event, kept as sent (replayed as is).
     event: SharedEvent,
     waiting: Waiting,
@@ -257,6 +309,7 @@ struct Entry {
 struct Held {
     id: String,
     key: u64,
+    bytes: usize,
     event: SharedEvent,
     resolution: Resolution,
     until: Instant,
@@ -266,6 +319,15 @@ fn question(event: &SessionEvent) -> &QuestionRequested {
     match event {
         SessionEvent::QuestionRequested(q) => q,
         _ => unreachable!("entries only hold question/requested events"),
+    }
+}
+
+/// What `event` weighs in a subscriber's byte budget (`question/requested`
+/// is sent with its request's size instead).
+fn event_bytes(event: &SessionEvent) -> usize {
+    match event {
+        SessionEvent::MessageCreated(message) => message.text.len() + EVENT_OVERHEAD,
+        _ => EVENT_OVERHEAD,
     }
 }
 
@@ -321,7 +383,7 @@ impl Ended {
 }
 
 struct Session {
-    tx: broadcast::Sender<SharedEvent>,
+    tx: Fanout,
     /// Pending ids in registration order.
     order: BTreeMap<u64, String>,
     entries: HashMap<String, Entry>,
@@ -333,9 +395,9 @@ struct Session {
 }
 
 impl Session {
-    fn new(capacity: usize) -> Self {
+    fn new(capacity: usize, budget: usize) -> Self {
         Self {
-            tx: broadcast::channel(capacity).0,
+            tx: Fanout::new(capacity, budget),
             order: BTreeMap::new(),
             entries: HashMap::new(),
             held: BTreeMap::new(),
@@ -343,9 +405,10 @@ impl Session {
         }
     }
 
-    fn send(&self, event: SessionEvent) {
+    fn send(&mut self, event: SessionEvent) {
+        let bytes = event_bytes(&event);
         // No subscriber is fine: a stream opened later replays the table.
-        let _ = self.tx.send(Arc::new(event));
+        self.tx.send(&Arc::new(event), bytes);
     }
 
     fn is_idle(&self) -> bool {
@@ -383,10 +446,14 @@ impl Session {
 
 struct Table {
     sessions: HashMap<String, Session>,
-    /// Events a new session's broadcast buffers.
+    /// Events a new session's broadcast buffers per subscriber.
     capacity: usize,
+    /// Bytes of events a new session's broadcast buffers per subscriber.
+    budget: usize,
     /// Attached and detached questions.
     pending: usize,
+    /// Bytes of the requests of pending questions and held resolutions.
+    bytes: usize,
     /// Held resolutions.
     held: usize,
     next_seq: u64,
@@ -400,11 +467,13 @@ struct Table {
 }
 
 impl Table {
-    fn new(capacity: usize) -> Self {
+    fn new(capacity: usize, budget: usize) -> Self {
         Self {
             sessions: HashMap::new(),
             capacity,
+            budget,
             pending: 0,
+            bytes: 0,
             held: 0,
             next_seq: 0,
             next_attachment: 0,
@@ -416,10 +485,10 @@ impl Table {
     }
 
     fn session(&mut self, name: &str) -> &mut Session {
-        let capacity = self.capacity;
+        let (capacity, budget) = (self.capacity, self.budget);
         self.sessions
             .entry(name.to_owned())
-            .or_insert_with(|| Session::new(capacity))
+            .or_insert_with(|| Session::new(capacity, budget))
     }
 
     fn attachment_number(&mut self) -> u64 {
@@ -441,6 +510,7 @@ impl Table {
             outcome: ended.outcome(),
         }));
         self.pending -= 1;
+        self.bytes -= entry.bytes;
         self.forget_if_idle(session);
         self.remember(id, session, ended);
         Some(entry)
@@ -456,8 +526,7 @@ impl Table {
             Waiting::Detached { .. } => {
                 self.hold(
                     session,
-                    entry.seq,
-                    entry.key,
+                    (entry.seq, entry.key, entry.bytes),
                     entry.event,
                     resolution,
                     grace,
@@ -472,8 +541,7 @@ impl Table {
     fn hold(
         &mut self,
         session: &str,
-        seq: u64,
-        key: u64,
+        (seq, key, bytes): (u64, u64, usize),
         event: SharedEvent,
         resolution: Resolution,
         grace: Duration,
@@ -494,12 +562,14 @@ impl Table {
             Held {
                 id,
                 key,
+                bytes,
                 event,
                 resolution,
                 until,
             },
         );
         self.held += 1;
+        self.bytes += bytes;
         self.deadlines.insert((until, seq), session.to_owned());
     }
 
@@ -547,18 +617,28 @@ fn log_never_delivered(session: &str, id: &str, resolution: &Resolution) {
 pub struct StoreConfig {
     /// Events a session's broadcast buffers for a slow subscriber.
     pub channel_capacity: usize,
+    /// Bytes of events a session's broadcast buffers for a slow subscriber.
+    pub event_buffer_bytes: usize,
     /// How long a detached question and a held resolution are kept.
     pub detach_grace: Duration,
     /// The most questions kept at once, pending and held together.
     pub max_kept: usize,
+    /// The most questions pending in one session; never more than core's
+    /// `limits::MAX_PENDING_PER_SESSION` (what the page holds).
+    pub max_per_session: usize,
+    /// The most bytes of requests (canonical JSON) kept at once.
+    pub max_bytes: usize,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             channel_capacity: DEFAULT_CHANNEL_CAPACITY,
+            event_buffer_bytes: DEFAULT_EVENT_BUFFER_BYTES,
             detach_grace: DEFAULT_DETACH_GRACE,
             max_kept: usize::MAX,
+            max_per_session: MAX_PENDING_PER_SESSION,
+            max_bytes: usize::MAX,
         }
     }
 }
@@ -601,10 +681,16 @@ impl MemoryStore {
     }
 
     /// An empty store configured by `config`.
+    /// A per-session limit above core's `MAX_PENDING_PER_SESSION` is lowered
+    /// to it: the page could not show the questions past it.
     pub fn with_config(mut config: StoreConfig) -> Self {
         config.channel_capacity = config.channel_capacity.max(1);
+        config.max_per_session = config.max_per_session.min(MAX_PENDING_PER_SESSION);
         Self {
-            table: Mutex::new(Table::new(config.channel_capacity)),
+            table: Mutex::new(Table::new(
+                config.channel_capacity,
+                config.event_buffer_bytes,
+            )),
             config,
             hasher: RandomState::new(),
             grace_started: Notify::new(),
@@ -617,11 +703,26 @@ impl MemoryStore {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The reattach key of a validated request: a hash of its canonical JSON
-    /// (matches are confirmed by comparing the requests).
-    fn key_of(&self, request: &AskRequest) -> u64 {
+    /// The reattach key of a validated request, a hash of its canonical JSON
+    /// (matches are confirmed by comparing the requests), and that JSON's size.
+    fn key_of(&self, request: &AskRequest) -> (u64, usize) {
         let canonical = serde_json::to_string(request).expect("requests always serialise");
-        self.hasher.hash_one(canonical)
+        (self.hasher.hash_one(&canonical), canonical.len())
+    }
+
+    /// The limit one more question of `bytes` in `session` would break.
+    fn full(&self, table: &Table, session: &str, bytes: usize) -> Option<PendingLimit> {
+        let config = &self.config;
+        let in_session = table.sessions.get(session).map_or(0, |s| s.entries.len());
+        if table.pending + table.held >= config.max_kept {
+            Some(PendingLimit::Total(config.max_kept))
+        } else if in_session >= config.max_per_session {
+            Some(PendingLimit::PerSession(config.max_per_session))
+        } else if table.bytes.saturating_add(bytes) > config.max_bytes {
+            Some(PendingLimit::Bytes(config.max_bytes))
+        } else {
+            None
+        }
     }
 
     /// The request of a pending question, for validating an answer outside the lock.
@@ -642,7 +743,7 @@ impl MemoryStore {
 
 impl PendingStore for MemoryStore {
     fn register(&self, session: &str, request: AskRequest) -> Result<Registered, RegisterError> {
-        let key = self.key_of(&request);
+        let (key, bytes) = self.key_of(&request);
         let (reply, waiter) = oneshot::channel();
         let mut table = self.lock();
         if table.closed {
@@ -660,6 +761,7 @@ impl PendingStore for MemoryStore {
             if let Some(held) = slot.held.remove(&seq) {
                 table.deadlines.remove(&(held.until, seq));
                 table.held -= 1;
+                table.bytes -= held.bytes;
                 let _ = reply.send(held.resolution);
                 table.forget_if_idle(session);
                 return Ok(Registered {
@@ -668,6 +770,7 @@ impl PendingStore for MemoryStore {
                         number,
                         seq,
                         key,
+                        bytes: held.bytes,
                         event: held.event,
                     },
                     waiter,
@@ -681,6 +784,7 @@ impl PendingStore for MemoryStore {
             };
             entry.waiting = Waiting::Attached { number, reply };
             let event = entry.event.clone();
+            let bytes = entry.bytes;
             slot.send(SessionEvent::QuestionAttached(QuestionRef {
                 id: id.clone(),
             }));
@@ -691,16 +795,15 @@ impl PendingStore for MemoryStore {
                     number,
                     seq,
                     key,
+                    bytes,
                     event,
                 },
                 waiter,
                 found: Found::Reattached,
             });
         }
-        if table.pending + table.held >= self.config.max_kept {
-            return Err(RegisterError::TooManyPending {
-                limit: self.config.max_kept,
-            });
+        if let Some(limit) = self.full(&table, session, bytes) {
+            return Err(RegisterError::TooManyPending { limit });
         }
         let id = random_id("q_");
         let event = Arc::new(SessionEvent::QuestionRequested(QuestionRequested {
@@ -712,6 +815,7 @@ impl PendingStore for MemoryStore {
         let seq = table.next_seq;
         table.next_seq += 1;
         table.pending += 1;
+        table.bytes += bytes;
         let slot = table.session(session);
         slot.order.insert(seq, id.clone());
         slot.entries.insert(
@@ -719,18 +823,20 @@ impl PendingStore for MemoryStore {
             Entry {
                 seq,
                 key,
+                bytes,
                 event: event.clone(),
                 waiting: Waiting::Attached { number, reply },
             },
         );
         // Only now, with the entry in place, may anyone see the question.
-        let _ = slot.tx.send(event.clone());
+        slot.tx.send(&event, bytes);
         Ok(Registered {
             attachment: Attachment {
                 id,
                 number,
                 seq,
                 key,
+                bytes,
                 event,
             },
             waiter,
@@ -783,9 +889,13 @@ impl PendingStore for MemoryStore {
         // the waiter now, or was never sent (aborted, timed out).
         if let Ok(resolution) = waiter.try_recv() {
             let Attachment {
-                seq, key, event, ..
+                seq,
+                key,
+                bytes,
+                event,
+                ..
             } = attachment;
-            table.hold(session, seq, key, event, resolution, grace);
+            table.hold(session, (seq, key, bytes), event, resolution, grace);
             self.grace_started.notify_one();
         }
     }
@@ -851,6 +961,7 @@ impl PendingStore for MemoryStore {
             if let Some(held) = slot.held.remove(&seq) {
                 slot.unindex(held.key, seq);
                 table.held -= 1;
+                table.bytes -= held.bytes;
                 log_never_delivered(&session, &held.id, &held.resolution);
                 table.forget_if_idle(&session);
             } else if let Some(id) = slot.order.get(&seq).cloned() {
@@ -863,14 +974,14 @@ impl PendingStore for MemoryStore {
         &self.grace_started
     }
 
-    fn snapshot(&self, session: &str) -> Vec<QuestionRequested> {
+    fn pending_events(&self, session: &str) -> Vec<SharedEvent> {
         let table = self.lock();
         let Some(slot) = table.sessions.get(session) else {
             return Vec::new();
         };
         slot.order
             .values()
-            .map(|id| question(&slot.entries[id].event).clone())
+            .map(|id| slot.entries[id].event.clone())
             .collect()
     }
 
@@ -901,8 +1012,8 @@ impl PendingStore for MemoryStore {
             role,
             text,
         };
-        let table = self.lock();
-        if let Some(slot) = table.sessions.get(session) {
+        let mut table = self.lock();
+        if let Some(slot) = table.sessions.get_mut(session) {
             slot.send(SessionEvent::MessageCreated(message.clone()));
         }
         message
@@ -939,6 +1050,11 @@ impl PendingStore for MemoryStore {
             table.forget_if_idle(&name);
         }
         table.held = 0;
+        table.bytes = table
+            .sessions
+            .values()
+            .map(|slot| slot.entries.values().map(|e| e.bytes).sum::<usize>())
+            .sum();
         table.deadlines.clear();
         ids.len()
     }
@@ -953,6 +1069,18 @@ impl PendingStore for MemoryStore {
 
     fn max_kept(&self) -> usize {
         self.config.max_kept
+    }
+
+    fn pending_limits(&self) -> Vec<PendingLimit> {
+        vec![
+            PendingLimit::Total(self.config.max_kept),
+            PendingLimit::PerSession(self.config.max_per_session),
+            PendingLimit::Bytes(self.config.max_bytes),
+        ]
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.lock().bytes
     }
 }
 

@@ -14,7 +14,9 @@
 //!   the ask but was never read is held for that ask too, never lost.
 
 use crate::error::ApiError;
-use crate::pending::{Attachment, LetGo, PendingStore, RegisterError, Registered, Resolution};
+use crate::pending::{
+    Attachment, LetGo, PendingLimit, PendingStore, RegisterError, Registered, Resolution,
+};
 use ask_user_core::wire::Outcome;
 use ask_user_core::{
     AbortSignal, AskContext, AskRequest, ProviderFuture, UserInteractionError,
@@ -42,11 +44,11 @@ impl WebProvider {
     }
 }
 
-/// The error the provider fails with when the store keeps `limit` questions
-/// already. Core has no code for a transport's capacity, so the error crosses
+/// The error the provider fails with when one more question would break
+/// `limit`. Core has no code for a transport's capacity, so the error crosses
 /// the seam as this exact value and [`crate::AppState::ask`] turns it back
 /// into 429 `TOO_MANY_PENDING`.
-pub(crate) fn no_room(limit: usize) -> UserInteractionError {
+pub(crate) fn no_room(limit: PendingLimit) -> UserInteractionError {
     UserInteractionError::failed(ApiError::TooManyPending { limit }.message())
 }
 
@@ -259,8 +261,10 @@ mod tests {
     #[test]
     fn a_full_store_is_refused_with_the_value_app_state_recognises() {
         assert_eq!(
-            refusal(RegisterError::TooManyPending { limit: 3 }),
-            no_room(3)
+            refusal(RegisterError::TooManyPending {
+                limit: PendingLimit::PerSession(3)
+            }),
+            no_room(PendingLimit::PerSession(3))
         );
         assert_eq!(
             refusal(RegisterError::ShuttingDown),

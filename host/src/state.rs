@@ -5,7 +5,8 @@
 use crate::error::ApiError;
 use crate::mcp::McpLifecycle;
 use crate::pending::{
-    DEFAULT_DETACH_GRACE, MemoryStore, PendingStore, StoreConfig, Subscription, spawn_grace_timer,
+    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, MemoryStore, PendingStore, StoreConfig,
+    Subscription, spawn_grace_timer,
 };
 use crate::provider::{WebProvider, no_room};
 use ask_user_core::wire::{MessageCreated, Role};
@@ -20,6 +21,10 @@ use tokio_util::sync::CancellationToken;
 
 /// Default for `--max-pending`.
 pub const DEFAULT_MAX_PENDING: usize = 10_000;
+
+/// Default for `--max-streams`: event streams open at once. Each may queue up
+/// to the event buffer's byte budget (1 MiB) while its reader stalls.
+pub const DEFAULT_MAX_STREAMS: usize = 256;
 
 /// Default for `--max-mcp-sessions`. Sessions of clients that exited without
 /// closing them linger until the 24-hour idle timeout, so the cap leaves room
@@ -44,6 +49,11 @@ pub struct HostConfig {
     /// At most this many questions are kept at once (`--max-pending`):
     /// attached, detached, and resolutions held for an asker that went away.
     pub max_pending: usize,
+    /// At most this many bytes of requests (as canonical JSON) are kept at
+    /// once (`--max-pending-bytes`).
+    pub max_pending_bytes: usize,
+    /// At most this many event streams are open at once (`--max-streams`).
+    pub max_streams: usize,
     /// At most this many MCP sessions are open at once (`--max-mcp-sessions`).
     pub max_mcp_sessions: usize,
     /// The built frontend to serve at `/` (`--dist`).
@@ -70,6 +80,8 @@ impl HostConfig {
             port,
             allow_hosts: Vec::new(),
             max_pending: DEFAULT_MAX_PENDING,
+            max_pending_bytes: DEFAULT_MAX_PENDING_BYTES,
+            max_streams: DEFAULT_MAX_STREAMS,
             max_mcp_sessions: DEFAULT_MAX_MCP_SESSIONS,
             dist: None,
             web: true,
@@ -104,6 +116,7 @@ struct Inner {
     shutdown: CancellationToken,
     guard: crate::security::Guard,
     mcp: McpLifecycle,
+    streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// Everything the routes share; cheap to clone.
@@ -128,6 +141,7 @@ impl AppState {
         let store = MemoryStore::with_config(StoreConfig {
             detach_grace: config.detach_grace,
             max_kept: config.max_pending,
+            max_bytes: config.max_pending_bytes,
             ..StoreConfig::default()
         });
         Self::with_store(config, Arc::new(store))
@@ -145,6 +159,7 @@ impl AppState {
         Self {
             inner: Arc::new(Inner {
                 guard: crate::security::Guard::new(&config.token),
+                streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
                 store,
                 interaction,
@@ -207,14 +222,17 @@ impl AppState {
             .in_session(session.clone())
             .with_timeout(options.timeout)
             .reporting_to(options.presented);
-        let limit = self.inner.store.max_kept();
+        let limits = self.inner.store.pending_limits();
         match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
-            Err(e) if e == no_room(limit) => Err(ApiError::TooManyPending { limit }),
-            answer => Ok(answer?),
+            Err(e) => match limits.into_iter().find(|&limit| e == no_room(limit)) {
+                Some(limit) => Err(ApiError::TooManyPending { limit }),
+                None => Err(e.into()),
+            },
+            Ok(answer) => Ok(answer),
         }
     }
 
@@ -222,6 +240,18 @@ impl AppState {
     /// `session/synced`), then everything live (`question/*`, `message/created`).
     pub fn subscribe(&self, session: &SessionId) -> Subscription {
         self.inner.store.subscribe(session.as_str())
+    }
+
+    /// Room for one more event stream (held for as long as it is open), or
+    /// 429 `TOO_MANY_STREAMS` when `--max-streams` are open.
+    pub fn open_stream(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+        self.inner
+            .streams
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::TooManyStreams {
+                limit: self.inner.config.max_streams,
+            })
     }
 
     /// Posts a transcript message to `session`'s streams (`message/created`).

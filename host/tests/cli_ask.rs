@@ -45,9 +45,7 @@ async fn start(configure: impl FnOnce(&mut HostConfig)) -> Host {
 
 impl Host {
     /// Waits for the next question in `session` (subscribed before the ask starts).
-    async fn next_question(
-        events: &mut tokio::sync::broadcast::Receiver<ask_user_host::SharedEvent>,
-    ) -> String {
+    async fn next_question(events: &mut ask_user_host::pending::EventReceiver) -> String {
         loop {
             let event = within("question/requested", events.recv()).await.unwrap();
             if let SessionEvent::QuestionRequested(q) = &*event {
@@ -360,9 +358,7 @@ async fn other_failures_exit_1_with_an_error_line() {
 }
 
 /// The next event of `events` that is not a transcript message.
-async fn next_event(
-    events: &mut tokio::sync::broadcast::Receiver<ask_user_host::SharedEvent>,
-) -> SessionEvent {
+async fn next_event(events: &mut ask_user_host::pending::EventReceiver) -> SessionEvent {
     loop {
         let event = within("the next event", events.recv()).await.unwrap();
         if !matches!(&*event, SessionEvent::MessageCreated(_)) {

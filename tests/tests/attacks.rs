@@ -618,3 +618,44 @@ async fn a_half_closed_agent_counts_as_gone_and_its_question_waits_detached_for_
     let detached = next_event(&mut stream, &mut buffer, "question/detached").await;
     assert_eq!(detached["id"], requested["id"]);
 }
+
+#[tokio::test]
+async fn a_huge_mcp_client_info_reaches_the_log_truncated_and_only_once() {
+    let host = start(&[]);
+    let name = "n".repeat(100_000);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": name, "version": "v".repeat(100_000)}}});
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    for _ in 0..3 {
+        let response = within(
+            "initialize",
+            client
+                .post(format!("{}/mcp", host.origin()))
+                .bearer_auth(host.token().unwrap())
+                .header("accept", "application/json, text/event-stream")
+                .header("content-type", "application/json")
+                .body(initialize.to_string())
+                .send(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        within("the initialize result", response.text())
+            .await
+            .unwrap();
+    }
+    within("the host to log the three clients", async {
+        while host.stderr().matches("MCP client initializing").count() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let log = host.stderr();
+    assert!(
+        !log.contains(&"n".repeat(65)) && !log.contains(&"v".repeat(65)),
+        "client strings are truncated to 64 characters ({} bytes of log)",
+        log.len()
+    );
+    assert!(log.len() < 16 * 1024, "{} bytes of log", log.len());
+}

@@ -556,51 +556,77 @@ async fn delete_session(host: &TestHost, session: &str) {
 }
 
 #[tokio::test]
-async fn at_the_mcp_session_cap_the_next_initialize_is_refused_and_open_sessions_keep_working() {
+async fn at_the_mcp_session_cap_a_new_initialize_takes_the_place_of_the_least_recently_used_idle_session()
+ {
     let host = TestHost::start_with(|config| config.max_mcp_sessions = 2).await;
-    let sdk = connect(&host, "?session=s").await;
-    let raw = raw_session(&host, "?session=s").await;
+    let client = reqwest::Client::new();
+    let used = raw_session(&host, "?session=s").await;
+    let forgotten = raw_session(&host, "?session=s").await;
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    let response = raw_post(&host, &client, &used, &list).await;
+    within("tools/list", response.text()).await.unwrap();
 
+    // A client that exited without closing its session does not lock the next out.
+    let newer = raw_session(&host, "?session=s").await;
+    let gone = raw_post(&host, &client, &forgotten, &list).await;
+    assert_eq!(
+        gone.status(),
+        StatusCode::NOT_FOUND,
+        "the idle session was closed"
+    );
+    for open in [&used, &newer] {
+        let response = raw_post(&host, &client, open, &list).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = within("the tools/list result", response.text())
+            .await
+            .unwrap();
+        assert!(body.contains(TOOL_NAME), "{body}");
+    }
+
+    // With a call waiting in every session, none is idle: the next is refused.
+    let mut events = host.events("s").await;
+    events.replay().await;
+    let _waiting = [
+        raw_call(&host, &client, &used).await,
+        raw_call(&host, &client, &newer).await,
+    ];
+    events.requested().await;
+    events.requested().await;
     assert_too_many_sessions(raw_initialize(&host).await, 2).await;
-    // The SDK client cannot initialize either.
     let config =
         StreamableHttpClientTransportConfig::with_uri(host.url("/mcp")).auth_header(host.token());
     let transport = StreamableHttpClientTransport::from_config(config);
     let refused = within("the refused handshake", ().serve(transport)).await;
     assert!(refused.is_err(), "a third session must be refused");
-
-    // Both open sessions are still served.
-    let tools = within("tools/list", sdk.list_all_tools())
-        .await
-        .expect("tools/list in the SDK's session");
-    assert_eq!(tools.len(), 1);
-    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
-    let response = raw_post(&host, &reqwest::Client::new(), &raw, &list).await;
-    assert_eq!(response.status(), StatusCode::OK);
-    let body = within("the tools/list result", response.text())
-        .await
-        .unwrap();
-    assert!(body.contains(TOOL_NAME), "{body}");
-    sdk.cancel().await.expect("client closes");
 }
 
 #[tokio::test]
-async fn deleting_an_mcp_session_frees_its_slot_for_one_new_initialize() {
+async fn deleting_a_busy_mcp_session_frees_its_slot_for_one_new_initialize() {
     let host = TestHost::start_with(|config| config.max_mcp_sessions = 1).await;
+    let client = reqwest::Client::new();
+    let mut events = host.events("s").await;
+    events.replay().await;
     let first = raw_session(&host, "?session=s").await;
+    let call = raw_call(&host, &client, &first).await;
+    events.requested().await;
     assert_too_many_sessions(raw_initialize(&host).await, 1).await;
 
     delete_session(&host, &first).await;
+    drop(call);
+    assert_eq!(events.resolved().await.outcome, Outcome::Aborted);
     let second = raw_session(&host, "?session=s").await;
     assert_ne!(second, first);
+    let call = raw_call(&host, &client, &second).await;
+    events.requested().await;
     // The freed slot is taken again: exactly one came free.
     assert_too_many_sessions(raw_initialize(&host).await, 1).await;
 
     delete_session(&host, &second).await;
-    let client = connect(&host, "?session=s").await;
-    let tools = within("tools/list", client.list_all_tools())
+    drop(call);
+    let sdk = connect(&host, "?session=s").await;
+    let tools = within("tools/list", sdk.list_all_tools())
         .await
         .expect("tools/list");
     assert_eq!(tools.len(), 1);
-    client.cancel().await.expect("client closes");
+    sdk.cancel().await.expect("client closes");
 }

@@ -206,6 +206,25 @@ pub struct PendingList {
     pub pending: Vec<PendingQuestion>,
 }
 
+/// [`PendingQuestion`] by reference, serialised exactly the same: a host
+/// writes the list from shared requests without copying them.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PendingQuestionRef<'a> {
+    /// The ask's id.
+    pub id: &'a str,
+    /// What is asked.
+    pub request: &'a AskRequest,
+    /// When the host registered it (Unix milliseconds).
+    pub created_at_ms: u64,
+}
+
+/// [`PendingList`] by reference, serialised exactly the same.
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingListRef<'a> {
+    /// Pending questions, oldest first.
+    pub pending: Vec<PendingQuestionRef<'a>>,
+}
+
 /// The body of a successful answer or cancel: `{"status": "answered"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StatusBody {
@@ -219,6 +238,27 @@ pub struct StatusBody {
 pub struct PostMessage {
     /// What the person wrote.
     pub text: String,
+}
+
+impl PostMessage {
+    /// A transcript message is not blank and holds at most
+    /// [`crate::limits::MAX_CUSTOM_CHARS`] characters (as a free-text answer).
+    pub fn validate(&self) -> Result<(), UserInteractionError> {
+        use crate::limits::MAX_CUSTOM_CHARS;
+        if self.text.trim().is_empty() {
+            return Err(UserInteractionError::bad_request("text: must not be empty"));
+        }
+        // At most MAX_CUSTOM_CHARS bytes means at most that many chars: skip the count.
+        if self.text.len() > MAX_CUSTOM_CHARS {
+            let chars = self.text.chars().count();
+            if chars > MAX_CUSTOM_CHARS {
+                return Err(UserInteractionError::bad_request(format!(
+                    "text: at most {MAX_CUSTOM_CHARS} characters, got {chars}"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Every error body of the host: `{"error": {"name", "code", "message"}}`.

@@ -98,3 +98,50 @@ fn a_posted_message_rejects_unknown_fields() {
     assert!(serde_json::from_value::<PostMessage>(json!({"text": "hi"})).is_ok());
     assert!(serde_json::from_value::<PostMessage>(json!({"text": "hi", "role": "agent"})).is_err());
 }
+
+#[test]
+fn a_posted_message_is_not_blank_and_holds_at_most_the_free_text_limit() {
+    use ask_user_core::ErrorCode;
+    use ask_user_core::limits::MAX_CUSTOM_CHARS;
+    let message = |text: String| PostMessage { text };
+    assert!(message("hi".to_owned()).validate().is_ok());
+    // Counted in characters, not bytes: 8,000 three-byte characters fit.
+    assert!(message("€".repeat(MAX_CUSTOM_CHARS)).validate().is_ok());
+    let blank = message(" \n".to_owned()).validate().unwrap_err();
+    assert_eq!(blank.code, ErrorCode::BadRequest);
+    let long = message("a".repeat(MAX_CUSTOM_CHARS + 1))
+        .validate()
+        .unwrap_err();
+    assert_eq!(long.code, ErrorCode::BadRequest);
+    assert!(
+        long.message
+            .contains(&format!("at most {MAX_CUSTOM_CHARS} characters, got 8001")),
+        "{long}"
+    );
+}
+
+#[test]
+fn the_pending_list_by_reference_serialises_exactly_as_the_owned_list() {
+    let owned = PendingList {
+        pending: vec![PendingQuestion {
+            id: "q_1".to_owned(),
+            request: request(),
+            created_at_ms: 42,
+        }],
+    };
+    let borrowed = PendingListRef {
+        pending: owned
+            .pending
+            .iter()
+            .map(|q| PendingQuestionRef {
+                id: &q.id,
+                request: &q.request,
+                created_at_ms: q.created_at_ms,
+            })
+            .collect(),
+    };
+    assert_eq!(
+        serde_json::to_string(&borrowed).unwrap(),
+        serde_json::to_string(&owned).unwrap()
+    );
+}

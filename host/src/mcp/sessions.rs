@@ -1,14 +1,18 @@
 //! At most `--max-mcp-sessions` MCP sessions at once.
 //!
 //! [`CappedSessions`] wraps rmcp's in-memory session manager and never opens
-//! more than the limit. [`limit_sessions`] decides, before rmcp sees a request
+//! more than the limit. At the limit, a new session takes the place of the
+//! least recently used one that has no exchange in flight (no call waiting
+//! for its result, no open stream): clients that exit without closing their
+//! session must not lock new clients out until the idle timeout. Only when
+//! every session is busy is a new one refused. [`limit_sessions`] decides, before rmcp sees a request
 //! that would open a session, whether it may: the decision is a typed value
 //! ([`Admission`]) held for the whole `initialize` exchange, so a refusal is
 //! the host's own 429 `TOO_MANY_SESSIONS` rather than the 500 rmcp makes of any
 //! session-manager error.
 
 use crate::error::ApiError;
-use crate::extract::BODY_LIMIT;
+use crate::extract::{BODY_LIMIT, truncate};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -26,6 +30,7 @@ use rmcp::transport::streamable_http_server::session::{
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{Mutex, MutexGuard};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// rmcp's in-memory session manager that opens at most `limit` sessions.
@@ -42,6 +47,94 @@ pub struct CappedSessions {
     creating: Mutex<()>,
     admitting: Mutex<()>,
     ends: SessionEnds,
+    activity: Activity,
+}
+
+/// When each open session was last used, and how many of its exchanges are
+/// in flight (a request whose response stream is open, a standalone stream).
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    sessions: Arc<std::sync::Mutex<HashMap<Arc<str>, Use>>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Use {
+    last: Instant,
+    in_flight: usize,
+}
+
+impl Activity {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Use>> {
+        self.sessions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn opened(&self, id: &SessionId) {
+        self.lock().insert(
+            id.clone(),
+            Use {
+                last: Instant::now(),
+                in_flight: 0,
+            },
+        );
+    }
+
+    fn closed(&self, id: &SessionId) {
+        self.lock().remove(id);
+    }
+
+    fn touched(&self, id: &SessionId) {
+        if let Some(used) = self.lock().get_mut(id) {
+            used.last = Instant::now();
+        }
+    }
+
+    /// An exchange of `id` begins; it ends when the returned guard is dropped.
+    pub fn begin(&self, id: &SessionId) -> InFlight {
+        if let Some(used) = self.lock().get_mut(id) {
+            used.last = Instant::now();
+            used.in_flight += 1;
+        }
+        InFlight {
+            activity: self.clone(),
+            id: id.clone(),
+        }
+    }
+
+    /// The least recently used session with nothing in flight.
+    fn least_recently_used_idle(&self) -> Option<SessionId> {
+        self.lock()
+            .iter()
+            .filter(|(_, used)| used.in_flight == 0)
+            .min_by_key(|(_, used)| used.last)
+            .map(|(id, _)| id.clone())
+    }
+}
+
+/// One exchange in flight in a session (see [`Activity::begin`]).
+#[derive(Debug)]
+pub struct InFlight {
+    activity: Activity,
+    id: SessionId,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(used) = self.activity.lock().get_mut(&self.id) {
+            used.in_flight = used.in_flight.saturating_sub(1);
+            used.last = Instant::now();
+        }
+    }
+}
+
+/// `stream`, counted as an exchange of `id` in flight until it is dropped.
+fn counted<S: Stream + Send + Sync + 'static>(
+    stream: S,
+    in_flight: InFlight,
+) -> impl Stream<Item = S::Item> + Send + Sync + 'static {
+    futures_util::StreamExt::map(stream, move |item| {
+        let _in_flight = &in_flight;
+        item
+    })
 }
 
 /// One token per open MCP session that fires the moment the session is
@@ -90,7 +183,13 @@ impl CappedSessions {
             creating: Mutex::new(()),
             admitting: Mutex::new(()),
             ends,
+            activity: Activity::default(),
         }
+    }
+
+    /// When each session was last used and what is in flight in it.
+    pub fn activity(&self) -> &Activity {
+        &self.activity
     }
 
     /// The configured limit.
@@ -108,12 +207,21 @@ impl CappedSessions {
         self.open().await >= self.limit
     }
 
-    /// Room for one new session, or [`SessionsError::Full`]. Admissions are
-    /// taken one at a time; hold the admission until the session is open.
+    /// Room for one new session: at the limit, the least recently used
+    /// session with nothing in flight is closed to make it; when every
+    /// session is busy, [`SessionsError::Full`]. Admissions are taken one at
+    /// a time; hold the admission until the session is open.
     pub async fn admit(&self) -> Result<Admission<'_>, SessionsError> {
         let admitting = self.admitting.lock().await;
-        if self.is_full().await {
-            return Err(SessionsError::Full { limit: self.limit });
+        while self.is_full().await {
+            let Some(idle) = self.activity.least_recently_used_idle() else {
+                return Err(SessionsError::Full { limit: self.limit });
+            };
+            tracing::info!(
+                limit = self.limit,
+                "MCP session cap reached: closing the least recently used idle session"
+            );
+            self.close_session(&idle).await?;
         }
         Ok(Admission {
             _admitting: admitting,
@@ -172,6 +280,7 @@ impl SessionManager for CappedSessions {
         }
         let (id, transport) = self.inner.create_session().await?;
         self.ends.opened(&id);
+        self.activity.opened(&id);
         Ok((id, transport))
     }
 
@@ -189,6 +298,7 @@ impl SessionManager for CappedSessions {
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
         self.ends.ended(id);
+        self.activity.closed(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -197,7 +307,11 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_stream(id, message).await?)
+        let in_flight = self.activity.begin(id);
+        Ok(counted(
+            self.inner.create_stream(id, message).await?,
+            in_flight,
+        ))
     }
 
     async fn accept_message(
@@ -205,6 +319,7 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
+        self.activity.touched(id);
         Ok(self.inner.accept_message(id, message).await?)
     }
 
@@ -212,7 +327,11 @@ impl SessionManager for CappedSessions {
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_standalone_stream(id).await?)
+        let in_flight = self.activity.begin(id);
+        Ok(counted(
+            self.inner.create_standalone_stream(id).await?,
+            in_flight,
+        ))
     }
 
     async fn resume(
@@ -220,7 +339,11 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.resume(id, last_event_id).await?)
+        let in_flight = self.activity.begin(id);
+        Ok(counted(
+            self.inner.resume(id, last_event_id).await?,
+            in_flight,
+        ))
     }
 
     async fn restore_session(
@@ -234,6 +357,7 @@ impl SessionManager for CappedSessions {
             return Err(SessionsError::Full { limit: self.limit });
         }
         self.ends.opened(&id);
+        self.activity.opened(&id);
         Ok(self.inner.restore_session(id).await?)
     }
 
@@ -268,6 +392,15 @@ pub(crate) async fn limit_sessions(
     if !is_initialize(&body) {
         return next.run(request).await;
     }
+    // rmcp's own INFO line with the whole clientInfo is filtered out (see
+    // main.rs): client strings are logged here, truncated.
+    if let Some((name, version)) = client_info(&body) {
+        tracing::info!(
+            client = %truncate(&name, MAX_LOGGED_CHARS),
+            version = %truncate(&version, MAX_LOGGED_CHARS),
+            "MCP client initializing"
+        );
+    }
     let admission = match sessions.admit().await {
         Ok(admission) => admission,
         Err(full) => return ApiError::from(full).into_response(),
@@ -276,6 +409,22 @@ pub(crate) async fn limit_sessions(
     // The session is in rmcp's table once its `initialize` was answered.
     drop(admission);
     response
+}
+
+/// The most characters of a client-supplied string that reach the log.
+pub const MAX_LOGGED_CHARS: usize = 64;
+
+/// `params.clientInfo.name` and `.version` of an `initialize` body.
+fn client_info(body: &[u8]) -> Option<(String, String)> {
+    let message: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let info = message.get("params")?.get("clientInfo")?;
+    let text = |key: &str| {
+        info.get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    Some((text("name"), text("version")))
 }
 
 /// Whether a JSON-RPC body is an `initialize` request (the only one that
@@ -343,6 +492,13 @@ mod tests {
     }
 
     #[test]
+    fn the_client_info_of_an_initialize_is_read_for_the_log() {
+        let body = br#"{"method":"initialize","params":{"clientInfo":{"name":"n","version":"1"}}}"#;
+        assert_eq!(client_info(body), Some(("n".to_owned(), "1".to_owned())));
+        assert_eq!(client_info(br#"{"method":"initialize"}"#), None);
+    }
+
+    #[test]
     fn only_an_initialize_body_asks_for_a_session() {
         assert!(is_initialize(
             br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#
@@ -369,17 +525,46 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_admission_is_refused_when_full_and_exclusive_while_held() {
+    async fn an_admission_is_refused_when_every_session_is_busy_and_exclusive_while_held() {
         let sessions = capped(1);
         let admission = sessions.admit().await.unwrap();
         // A second admission waits for the first one.
         let second = tokio::time::timeout(std::time::Duration::from_millis(50), sessions.admit());
         assert!(second.await.is_err(), "admissions are taken one at a time");
-        sessions.create_session().await.unwrap();
+        let (id, _transport) = sessions.create_session().await.unwrap();
         drop(admission);
+        let call = sessions.activity().begin(&id);
         assert!(matches!(
             sessions.admit().await,
             Err(SessionsError::Full { limit: 1 })
         ));
+        assert!(
+            sessions.has_session(&id).await.unwrap(),
+            "a busy session stays"
+        );
+        drop(call);
+        assert!(sessions.admit().await.is_ok(), "idle again, it makes room");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_the_cap_the_least_recently_used_idle_session_makes_room() {
+        let sessions = capped(3);
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            ids.push(sessions.create_session().await.unwrap().0);
+            tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        }
+        // The oldest is busy, the second is the least recently used idle one.
+        let _busy = sessions.activity().begin(&ids[0]);
+        tokio::time::advance(std::time::Duration::from_secs(1)).await;
+        sessions.activity().touched(&ids[2]);
+        let admission = sessions.admit().await.unwrap();
+        assert!(!sessions.has_session(&ids[1]).await.unwrap(), "closed");
+        assert!(sessions.has_session(&ids[0]).await.unwrap());
+        assert!(sessions.has_session(&ids[2]).await.unwrap());
+        let (fourth, _transport) = sessions.create_session().await.unwrap();
+        drop(admission);
+        assert_eq!(sessions.open().await, 3);
+        assert!(sessions.has_session(&fourth).await.unwrap());
     }
 }

@@ -478,7 +478,9 @@ mod tests {
             text,
             "Error: the user cancelled ask_user_question (ASK_CANCELLED)"
         );
-        let limit = call_result(&Err(ApiError::TooManyPending { limit: 3 }));
+        let limit = call_result(&Err(ApiError::TooManyPending {
+            limit: crate::pending::PendingLimit::PerSession(3),
+        }));
         let text = limit.content[0].as_text().unwrap().text.clone();
         assert!(
             text.starts_with("Error: ") && text.ends_with(" (TOO_MANY_PENDING)"),

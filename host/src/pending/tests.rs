@@ -6,7 +6,6 @@ use super::*;
 use ask_user_core::ErrorCode;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::oneshot::error::TryRecvError as OneshotTryRecvError;
 
 const SESSIONS: [&str; 3] = ["s0", "s1", "s2"];
@@ -34,6 +33,7 @@ fn store() -> MemoryStore {
         channel_capacity: 1024,
         detach_grace: GRACE,
         max_kept: MAX_KEPT,
+        ..StoreConfig::default()
     })
 }
 
@@ -147,7 +147,7 @@ impl Model {
 
 /// A long-lived subscriber per session, checked against the events the model expects.
 struct Watcher {
-    events: broadcast::Receiver<SharedEvent>,
+    events: EventReceiver,
     expected: VecDeque<SessionEvent>,
 }
 
@@ -263,7 +263,7 @@ proptest! {
                             calls.insert(i, (registered.attachment, waiter));
                         }
                         None if model.count(|s| matches!(s, State::Attached | State::Detached | State::Held(_))) >= MAX_KEPT => {
-                            prop_assert_eq!(result.unwrap_err(), RegisterError::TooManyPending { limit: MAX_KEPT });
+                            prop_assert_eq!(result.unwrap_err(), RegisterError::TooManyPending { limit: PendingLimit::Total(MAX_KEPT) });
                         }
                         None => {
                             let registered = result.unwrap();
@@ -548,7 +548,9 @@ fn a_detached_question_counts_against_the_limit_and_a_reattach_needs_no_room() {
     store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
     assert_eq!(
         store.register("s", request(1)).unwrap_err(),
-        RegisterError::TooManyPending { limit: MAX_KEPT },
+        RegisterError::TooManyPending {
+            limit: PendingLimit::Total(MAX_KEPT)
+        },
         "the detached question still takes its slot"
     );
     let again = store.register("s", request(0)).unwrap();
@@ -602,4 +604,102 @@ async fn the_grace_timer_ends_a_detached_question_when_its_grace_runs_out() {
     assert_eq!(store.held_count(), 0, "dropped after the grace");
     shutdown.cancel();
     timer.await.unwrap();
+}
+
+#[test]
+fn the_per_session_cap_is_cores_questionnaire_limit_and_never_above_it() {
+    use ask_user_core::limits::MAX_PENDING_PER_SESSION;
+    assert_eq!(
+        StoreConfig::default().max_per_session,
+        MAX_PENDING_PER_SESSION
+    );
+    let lifted = MemoryStore::with_config(StoreConfig {
+        max_per_session: usize::MAX,
+        ..StoreConfig::default()
+    });
+    assert!(
+        lifted
+            .pending_limits()
+            .contains(&PendingLimit::PerSession(MAX_PENDING_PER_SESSION)),
+        "a per-session limit above what the page holds is lowered to it"
+    );
+}
+
+#[test]
+fn one_question_past_the_per_session_cap_is_refused_naming_that_limit_while_other_sessions_still_ask()
+ {
+    let store = MemoryStore::with_config(StoreConfig {
+        max_per_session: 3,
+        ..StoreConfig::default()
+    });
+    let kept: Vec<Registered> = (0..3)
+        .map(|_| store.register("s", request(0)).unwrap())
+        .collect();
+    assert_eq!(
+        store.register("s", request(1)).unwrap_err(),
+        RegisterError::TooManyPending {
+            limit: PendingLimit::PerSession(3)
+        }
+    );
+    assert!(store.register("other", request(1)).is_ok());
+    // A held resolution is not on the page: it leaves room in its session.
+    let first = kept.into_iter().next().unwrap();
+    let id = first.attachment.id().to_owned();
+    store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
+    store.cancel("s", &id).unwrap();
+    assert_eq!(store.held_count(), 1);
+    assert!(store.register("s", request(1)).is_ok());
+}
+
+#[test]
+fn requests_are_counted_in_bytes_until_their_question_and_any_held_resolution_are_gone() {
+    let one = serde_json::to_string(&request(0)).unwrap().len();
+    let store = MemoryStore::with_config(StoreConfig {
+        max_bytes: 2 * one + one / 2,
+        detach_grace: GRACE,
+        ..StoreConfig::default()
+    });
+    let first = store.register("s", request(0)).unwrap();
+    let _second = store.register("t", request(0)).unwrap();
+    assert_eq!(store.pending_bytes(), 2 * one);
+    assert_eq!(
+        store.register("u", request(0)).unwrap_err(),
+        RegisterError::TooManyPending {
+            limit: PendingLimit::Bytes(2 * one + one / 2)
+        }
+    );
+    // Detached, then answered: the held answer keeps its request's bytes.
+    let id = first.attachment.id().to_owned();
+    store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
+    store.claim("s", &id, answer("a")).unwrap();
+    assert_eq!(store.pending_bytes(), 2 * one);
+    // Collected by the identical ask: the bytes are free again.
+    let collected = store.register("s", request(0)).unwrap();
+    assert_eq!(collected.found, Found::Collected);
+    assert_eq!(store.pending_bytes(), one);
+    assert!(store.register("u", request(0)).is_ok());
+    store.dispose_all();
+    assert_eq!(store.pending_bytes(), 0);
+}
+
+#[test]
+fn a_subscriber_that_stops_reading_pins_at_most_its_byte_budget_of_messages() {
+    let store = MemoryStore::with_config(StoreConfig {
+        event_buffer_bytes: 64 * 1024,
+        ..StoreConfig::default()
+    });
+    let mut stalled = store.subscribe("s").events;
+    let text = "x".repeat(8_000);
+    for _ in 0..100 {
+        store.post_message("s", Role::User, text.clone());
+    }
+    assert!(
+        stalled.queued_bytes() <= 64 * 1024,
+        "{} bytes queued",
+        stalled.queued_bytes()
+    );
+    assert!(
+        matches!(stalled.try_recv(), Err(TryRecvError::Lagged(_))),
+        "told to re-sync"
+    );
 }
