@@ -108,6 +108,7 @@ fn pending_json(events: &[SharedEvent]) -> String {
                 id: &q.id,
                 request: &q.request,
                 created_at_ms: q.created_at_ms,
+                asked_by: q.asked_by.as_ref(),
             }),
             _ => None,
         })

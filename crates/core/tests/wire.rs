@@ -15,10 +15,12 @@ fn events() -> Vec<SessionEvent> {
             session: "default".into(),
             request: request(),
             created_at_ms: 1_700_000_000_000,
+            asked_by: None,
         }),
         SessionEvent::QuestionResolved(QuestionResolved {
             id: "q-1".into(),
             outcome: Outcome::Cancelled,
+            record: None,
         }),
         SessionEvent::SessionSynced(SessionSynced {
             pending: vec!["q-2".into()],
@@ -27,6 +29,7 @@ fn events() -> Vec<SessionEvent> {
             id: "m-1".into(),
             role: Role::User,
             text: "hi".into(),
+            at_ms: 0,
         }),
         SessionEvent::QuestionDetached(QuestionRef { id: "q-2".into() }),
         SessionEvent::QuestionAttached(QuestionRef { id: "q-2".into() }),
@@ -68,7 +71,10 @@ fn event_data_uses_the_exact_field_names() {
     );
     assert_eq!(data[1], json!({"id": "q-1", "outcome": "cancelled"}));
     assert_eq!(data[2], json!({"pending": ["q-2"]}));
-    assert_eq!(data[3], json!({"id": "m-1", "role": "user", "text": "hi"}));
+    assert_eq!(
+        data[3],
+        json!({"id": "m-1", "role": "user", "text": "hi", "at_ms": 0})
+    );
     assert_eq!(data[4], json!({"id": "q-2"}));
     assert_eq!(data[5], json!({"id": "q-2"}));
 }
@@ -122,12 +128,26 @@ fn a_posted_message_is_not_blank_and_holds_at_most_the_free_text_limit() {
 
 #[test]
 fn the_pending_list_by_reference_serialises_exactly_as_the_owned_list() {
+    let asker = AskedBy {
+        kind: AskerKind::Mcp,
+        name: "claude-code".to_owned(),
+        version: Some("2.1.0".to_owned()),
+    };
     let owned = PendingList {
-        pending: vec![PendingQuestion {
-            id: "q_1".to_owned(),
-            request: request(),
-            created_at_ms: 42,
-        }],
+        pending: vec![
+            PendingQuestion {
+                id: "q_1".to_owned(),
+                request: request(),
+                created_at_ms: 42,
+                asked_by: Some(asker),
+            },
+            PendingQuestion {
+                id: "q_2".to_owned(),
+                request: request(),
+                created_at_ms: 43,
+                asked_by: None,
+            },
+        ],
     };
     let borrowed = PendingListRef {
         pending: owned
@@ -137,6 +157,7 @@ fn the_pending_list_by_reference_serialises_exactly_as_the_owned_list() {
                 id: &q.id,
                 request: &q.request,
                 created_at_ms: q.created_at_ms,
+                asked_by: q.asked_by.as_ref(),
             })
             .collect(),
     };
