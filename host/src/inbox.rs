@@ -165,6 +165,38 @@ mod tests {
         assert_eq!(sessions, [("a".to_owned(), 0), ("c".to_owned(), 0)]);
     }
 
+    #[test]
+    fn an_idle_session_leaves_the_list_after_a_day_but_a_waiting_one_stays() {
+        use ask_user_core::limits::LISTED_SESSION_IDLE_MS;
+        let store = MemoryStore::new();
+        store.post_message("idle", Role::Agent, "hi".into());
+        let _waiting = store.register("waiting", request(), None).unwrap();
+        let ids = |now| -> Vec<String> {
+            store
+                .sessions(now)
+                .sessions
+                .into_iter()
+                .map(|s| s.id)
+                .collect()
+        };
+        let now = now_ms();
+        assert_eq!(ids(now), ["waiting", "idle"]);
+        assert_eq!(ids(now + LISTED_SESSION_IDLE_MS + 1_000), ["waiting"]);
+    }
+
+    #[test]
+    fn the_list_holds_at_most_its_cap_with_the_waiting_sessions_kept() {
+        use ask_user_core::limits::MAX_LISTED_SESSIONS;
+        let store = MemoryStore::new();
+        for n in 0..MAX_LISTED_SESSIONS + 20 {
+            store.post_message(&format!("s{n}"), Role::Agent, "hi".into());
+        }
+        let _waiting = store.register("waiting", request(), None).unwrap();
+        let list = store.sessions(now_ms()).sessions;
+        assert_eq!(list.len(), MAX_LISTED_SESSIONS);
+        assert_eq!((list[0].id.as_str(), list[0].pending), ("waiting", 1));
+    }
+
     #[tokio::test]
     async fn shutdown_ends_the_inbox_stream() {
         let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
