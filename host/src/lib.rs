@@ -1,8 +1,9 @@
 //! # ask-user-host
 //!
 //! The thin axum half of ask-user: it owns the pending questions (the web
-//! provider), the agent's ask endpoint, the browser's event stream, and serves
-//! the built page. Every rule comes from `ask-user-core`; this crate
+//! provider), the agent's ask endpoint, the browser's event streams (per
+//! session and the inbox across sessions), the transcripts, and serves the
+//! built page. Every rule comes from `ask-user-core`; this crate
 //! re-implements none.
 //!
 //! It must never depend on leptos, web-sys or the browser crates: the page is

@@ -236,7 +236,8 @@ impl AppState {
         self.inner.store.subscribe(session.as_str())
     }
 
-    /// Posts a transcript message to `session`'s streams (`message/created`).
+    /// Keeps a transcript message in `session` and posts it to its streams
+    /// (`message/created`).
     pub fn post_message(
         &self,
         session: &SessionId,
