@@ -6,11 +6,13 @@ use crate::extract::{BodyText, QuestionId, Session};
 use crate::pending::SharedEvent;
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{
-    MessageCreated, PendingListRef, PendingQuestionRef, PostMessage, Role, SessionEvent, StatusBody,
+    AGENT_HEADER, AskedBy, MessageCreated, PendingListRef, PendingQuestionRef, PostMessage, Role,
+    SessionEvent, StatusBody,
 };
 use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -57,6 +59,7 @@ async fn ask(
     State(state): State<AppState>,
     Session(session): Session,
     query: Result<Query<AskQuery>, QueryRejection>,
+    headers: HeaderMap,
     BodyText(body): BodyText,
 ) -> Result<Json<AnswerBatch>, ApiError> {
     let Query(query) = query
@@ -71,10 +74,15 @@ async fn ask(
         ms => ms.map(Duration::from_millis),
     };
     let request = AskRequest::from_json(&body)?;
+    // Display text only: read as UTF-8 (lossily); a header naming nobody is no asker.
+    let asked_by = headers
+        .get(AGENT_HEADER)
+        .and_then(|value| AskedBy::from_http_header(&String::from_utf8_lossy(value.as_bytes())));
     // The text is not kept beside the parsed request while the ask waits.
     drop(body);
     let options = AskOptions {
         timeout,
+        asked_by,
         ..AskOptions::default()
     };
     // If the agent hangs up, axum drops this future and the provider's guard

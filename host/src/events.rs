@@ -150,7 +150,7 @@ mod tests {
         let ids: Vec<String> = (0..5)
             .map(|_| {
                 store
-                    .register("s", request())
+                    .register("s", request(), None)
                     .unwrap()
                     .attachment
                     .id()
@@ -190,7 +190,7 @@ mod tests {
         ));
         stream.next().await.unwrap();
         let id = store
-            .register("s", request())
+            .register("s", request(), None)
             .unwrap()
             .attachment
             .id()

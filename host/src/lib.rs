@@ -1,8 +1,9 @@
 //! # ask-user-host
 //!
 //! The thin axum half of ask-user: it owns the pending questions (the web
-//! provider), the agent's ask endpoint, the browser's event stream, and serves
-//! the built page. Every rule comes from `ask-user-core`; this crate
+//! provider), the agent's ask endpoint, the browser's event streams (per
+//! session and the inbox across sessions), the transcripts, and serves the
+//! built page. Every rule comes from `ask-user-core`; this crate
 //! re-implements none.
 //!
 //! It must never depend on leptos, web-sys or the browser crates: the page is
@@ -29,6 +30,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod inbox;
 pub mod mcp;
 pub mod pages;
 pub mod pending;
@@ -36,6 +38,7 @@ pub mod provider;
 pub mod security;
 pub mod server;
 pub mod state;
+pub mod transcript;
 
 pub use error::ApiError;
 pub use pending::{MemoryStore, PendingStore, Resolution, SharedEvent, Subscription};
@@ -61,6 +64,7 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn app(state: AppState) -> Router {
     let api = api::router()
         .merge(events::router())
+        .merge(inbox::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
         .route("/api/health", get(api::health))

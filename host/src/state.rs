@@ -9,7 +9,7 @@ use crate::pending::{
     Subscription, spawn_grace_timer,
 };
 use crate::provider::{WebProvider, no_room};
-use ask_user_core::wire::{MessageCreated, Role};
+use ask_user_core::wire::{AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
     SessionId, UserInteraction, UserInteractionError,
@@ -106,6 +106,8 @@ pub struct AskOptions {
     pub abort: AbortSignal,
     /// Receives the id of the question the person sees.
     pub presented: PresentedAs,
+    /// Who asks (shown with the question).
+    pub asked_by: Option<AskedBy>,
 }
 
 struct Inner {
@@ -117,6 +119,7 @@ struct Inner {
     guard: crate::security::Guard,
     mcp: McpLifecycle,
     streams: Arc<tokio::sync::Semaphore>,
+    inbox_streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// Everything the routes share; cheap to clone.
@@ -166,6 +169,9 @@ impl AppState {
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
                 mcp: McpLifecycle::default(),
+                inbox_streams: Arc::new(tokio::sync::Semaphore::new(
+                    crate::inbox::MAX_INBOX_STREAMS,
+                )),
             }),
         }
     }
@@ -178,6 +184,11 @@ impl AppState {
     /// This run's cookie and the throttle of wrong tokens.
     pub fn guard(&self) -> &crate::security::Guard {
         &self.inner.guard
+    }
+
+    /// The open inbox streams' permits (see [`crate::inbox::MAX_INBOX_STREAMS`]).
+    pub fn inbox_streams(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.inner.inbox_streams
     }
 
     /// The pending table.
@@ -221,7 +232,8 @@ impl AppState {
         let context = AskContext::new(options.abort)
             .in_session(session.clone())
             .with_timeout(options.timeout)
-            .reporting_to(options.presented);
+            .reporting_to(options.presented)
+            .asked_by(options.asked_by);
         let limits = self.inner.store.pending_limits();
         match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.
@@ -254,7 +266,8 @@ impl AppState {
             })
     }
 
-    /// Posts a transcript message to `session`'s streams (`message/created`).
+    /// Keeps a transcript message in `session` and posts it to its streams
+    /// (`message/created`).
     pub fn post_message(
         &self,
         session: &SessionId,

@@ -2,7 +2,9 @@
 //! that replies, asks three questions through the seam, and summarises the
 //! answers or acknowledges the cancel — all on the session's event stream.
 
-use ask_user_core::wire::{MessageCreated, Outcome, QuestionRequested, Role, SessionEvent};
+use ask_user_core::wire::{
+    AskerKind, MessageCreated, Outcome, QuestionRequested, Role, SessionEvent,
+};
 use ask_user_host::demo::{CANCELLED_REPLY, REPLY, SUMMARY_HEADING, questions};
 use ask_user_tests::http_host::{EventStream, TestHost};
 use reqwest::StatusCode;
@@ -30,6 +32,11 @@ async fn start_turn(host: &TestHost, events: &mut EventStream, text: &str) -> Qu
     assert_eq!((reply.role, reply.text.as_str()), (Role::Agent, REPLY));
     let asked = events.requested().await;
     assert_eq!(asked.session, "default");
+    let asker = asked.asked_by.as_ref().expect("the demo names itself");
+    assert_eq!(
+        (asker.kind, asker.name.as_str()),
+        (AskerKind::Demo, "ask-user demo")
+    );
     asked
 }
 

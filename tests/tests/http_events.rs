@@ -160,7 +160,7 @@ async fn a_posted_message_reaches_every_stream_of_the_session_as_message_created
     let frame = tab_a.next().await;
     assert_eq!(
         frame.json(),
-        json!({"id": reply.id, "role": "agent", "text": "Hi!"})
+        json!({"id": reply.id, "role": "agent", "text": "Hi!", "at_ms": reply.at_ms})
     );
 }
 

@@ -164,6 +164,18 @@ impl Watcher {
                         ) => {
                             assert_eq!(got.id, want.id);
                         }
+                        (
+                            SessionEvent::QuestionResolved(got),
+                            SessionEvent::QuestionResolved(want),
+                        ) => {
+                            assert_eq!((&got.id, got.outcome), (&want.id, want.outcome));
+                            let record = got
+                                .record
+                                .as_ref()
+                                .expect("a resolved frame has its record");
+                            assert_eq!((&record.id, record.outcome), (&got.id, got.outcome));
+                            assert_eq!(record.answer.is_some(), got.outcome == Outcome::Answered);
+                        }
                         (got, want) => assert_eq!(got, want),
                     }
                 }
@@ -237,7 +249,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Register(session, variant) => {
-                    let result = store.register(SESSIONS[session], request(variant));
+                    let result = store.register(SESSIONS[session], request(variant), None);
                     match model.reattachable(session, variant) {
                         Some(i) => {
                             let registered = result.unwrap();
@@ -474,7 +486,7 @@ proptest! {
         }
         prop_assert_eq!(store.pending_count(), 0);
         prop_assert_eq!(store.held_count(), 0);
-        prop_assert_eq!(store.register("s0", request(0)).unwrap_err(), RegisterError::ShuttingDown);
+        prop_assert_eq!(store.register("s0", request(0), None).unwrap_err(), RegisterError::ShuttingDown);
     }
 }
 
@@ -487,7 +499,7 @@ fn an_idle_session_is_forgotten_once_its_last_subscriber_leaves() {
     store.release("s");
     assert_eq!(store.lock().sessions.len(), 0);
 
-    let registered = store.register("s", request(0)).unwrap();
+    let registered = store.register("s", request(0), None).unwrap();
     store.release("s");
     assert_eq!(
         store.lock().sessions.len(),
@@ -502,7 +514,7 @@ fn an_idle_session_is_forgotten_once_its_last_subscriber_leaves() {
 fn remembered_resolutions_are_bounded() {
     let store = MemoryStore::new();
     for _ in 0..REMEMBERED_RESOLUTIONS + 10 {
-        let registered = store.register("s", request(0)).unwrap();
+        let registered = store.register("s", request(0), None).unwrap();
         store.cancel("s", registered.attachment.id()).unwrap();
     }
     let table = store.lock();
@@ -513,11 +525,11 @@ fn remembered_resolutions_are_bounded() {
 #[test]
 fn a_late_explicit_end_aborts_a_detached_question_but_not_one_asked_for_again() {
     let store = store();
-    let first = store.register("s", request(0)).unwrap();
+    let first = store.register("s", request(0), None).unwrap();
     let id = first.attachment.id().to_owned();
     assert!(!store.abort_detached("s", &id), "attached: kept");
     store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
-    let again = store.register("s", request(0)).unwrap();
+    let again = store.register("s", request(0), None).unwrap();
     assert_eq!(again.found, Found::Reattached);
     assert!(!store.abort_detached("s", &id), "attached again: kept");
     store.let_go("s", again.attachment, again.waiter, LetGo::Detach);
@@ -532,8 +544,8 @@ fn a_late_explicit_end_aborts_a_detached_question_but_not_one_asked_for_again() 
 #[test]
 fn an_identical_ask_while_the_first_is_attached_is_a_new_question() {
     let store = store();
-    let first = store.register("s", request(0)).unwrap();
-    let second = store.register("s", request(0)).unwrap();
+    let first = store.register("s", request(0), None).unwrap();
+    let second = store.register("s", request(0), None).unwrap();
     assert_eq!(second.found, Found::New);
     assert_ne!(first.attachment.id(), second.attachment.id());
 }
@@ -542,20 +554,20 @@ fn an_identical_ask_while_the_first_is_attached_is_a_new_question() {
 fn a_detached_question_counts_against_the_limit_and_a_reattach_needs_no_room() {
     let store = store();
     let calls: Vec<Registered> = (0..MAX_KEPT)
-        .map(|_| store.register("s", request(0)).unwrap())
+        .map(|_| store.register("s", request(0), None).unwrap())
         .collect();
     let mut calls = calls.into_iter();
     let first = calls.next().unwrap();
     let id = first.attachment.id().to_owned();
     store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
     assert_eq!(
-        store.register("s", request(1)).unwrap_err(),
+        store.register("s", request(1), None).unwrap_err(),
         RegisterError::TooManyPending {
             limit: PendingLimit::Total(MAX_KEPT)
         },
         "the detached question still takes its slot"
     );
-    let again = store.register("s", request(0)).unwrap();
+    let again = store.register("s", request(0), None).unwrap();
     assert_eq!(again.found, Found::Reattached);
     assert_eq!(again.attachment.id(), id);
 }
@@ -569,7 +581,7 @@ async fn the_grace_timer_ends_a_detached_question_when_its_grace_runs_out() {
     let shutdown = CancellationToken::new();
     let timer = spawn_grace_timer(store.clone(), shutdown.clone());
     let mut events = store.subscribe("s").events;
-    let registered = store.register("s", request(0)).unwrap();
+    let registered = store.register("s", request(0), None).unwrap();
     let id = registered.attachment.id().to_owned();
     store.let_go("s", registered.attachment, registered.waiter, LetGo::Detach);
 
@@ -597,7 +609,7 @@ async fn the_grace_timer_ends_a_detached_question_when_its_grace_runs_out() {
     );
 
     // A held answer runs out the same way.
-    let registered = store.register("s", request(0)).unwrap();
+    let registered = store.register("s", request(0), None).unwrap();
     let id = registered.attachment.id().to_owned();
     store.let_go("s", registered.attachment, registered.waiter, LetGo::Detach);
     store.claim("s", &id, answer("a")).unwrap();
@@ -635,22 +647,22 @@ fn one_question_past_the_per_session_cap_is_refused_naming_that_limit_while_othe
         ..StoreConfig::default()
     });
     let kept: Vec<Registered> = (0..3)
-        .map(|_| store.register("s", request(0)).unwrap())
+        .map(|_| store.register("s", request(0), None).unwrap())
         .collect();
     assert_eq!(
-        store.register("s", request(1)).unwrap_err(),
+        store.register("s", request(1), None).unwrap_err(),
         RegisterError::TooManyPending {
             limit: PendingLimit::PerSession(3)
         }
     );
-    assert!(store.register("other", request(1)).is_ok());
+    assert!(store.register("other", request(1), None).is_ok());
     // A held resolution is not on the page: it leaves room in its session.
     let first = kept.into_iter().next().unwrap();
     let id = first.attachment.id().to_owned();
     store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
     store.cancel("s", &id).unwrap();
     assert_eq!(store.held_count(), 1);
-    assert!(store.register("s", request(1)).is_ok());
+    assert!(store.register("s", request(1), None).is_ok());
 }
 
 #[test]
@@ -661,11 +673,11 @@ fn requests_are_counted_in_bytes_until_their_question_and_any_held_resolution_ar
         detach_grace: GRACE,
         ..StoreConfig::default()
     });
-    let first = store.register("s", request(0)).unwrap();
-    let _second = store.register("t", request(0)).unwrap();
+    let first = store.register("s", request(0), None).unwrap();
+    let _second = store.register("t", request(0), None).unwrap();
     assert_eq!(store.pending_bytes(), 2 * one);
     assert_eq!(
-        store.register("u", request(0)).unwrap_err(),
+        store.register("u", request(0), None).unwrap_err(),
         RegisterError::TooManyPending {
             limit: PendingLimit::Bytes(2 * one + one / 2)
         }
@@ -676,10 +688,10 @@ fn requests_are_counted_in_bytes_until_their_question_and_any_held_resolution_ar
     store.claim("s", &id, answer("a")).unwrap();
     assert_eq!(store.pending_bytes(), 2 * one);
     // Collected by the identical ask: the bytes are free again.
-    let collected = store.register("s", request(0)).unwrap();
+    let collected = store.register("s", request(0), None).unwrap();
     assert_eq!(collected.found, Found::Collected);
     assert_eq!(store.pending_bytes(), one);
-    assert!(store.register("u", request(0)).is_ok());
+    assert!(store.register("u", request(0), None).is_ok());
     store.dispose_all();
     assert_eq!(store.pending_bytes(), 0);
 }
