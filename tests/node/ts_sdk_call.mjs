@@ -39,7 +39,9 @@ try {
 }
 say({ event: "connected", protocol: transport.protocolVersion ?? null });
 
-const stdinLines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+// Only a script that waits for the test reads stdin (a reader keeps node running).
+const stdin = scenario.retry_on_stdin ? createInterface({ input: process.stdin }) : null;
+const stdinLines = stdin?.[Symbol.asyncIterator]();
 
 const options = { timeout: scenario.timeout_ms };
 if (scenario.progress) {
@@ -61,6 +63,7 @@ for (let call = 1; call <= (scenario.max_calls ?? 1); call++) {
   }
   say({ event: "result", call, result });
   if (result.structuredContent?.status !== "waiting") break;
-  if (scenario.retry_on_stdin && (await stdinLines.next()).done) break;
+  if (stdinLines && (await stdinLines.next()).done) break;
 }
+stdin?.close();
 await client.close();
