@@ -28,6 +28,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Ask a running host: send a request (JSON file or stdin), print the answer batch.
     Ask(crate::ask_cmd::AskArgs),
+    /// MCP over stdin/stdout for clients that launch a command: bridges to a
+    /// host (started in the background when none answers).
+    Mcp(crate::mcp_stdio::McpArgs),
 }
 
 /// `ask-user serve`.

@@ -33,12 +33,15 @@ async fn events(
     State(state): State<AppState>,
     Session(session): Session,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let connected = state.page_connected();
     let stream = session_events(
         state.store().clone(),
         session.into(),
         state.shutdown_token(),
     );
-    let stream = futures_util::StreamExt::map(stream, |event| {
+    let stream = futures_util::StreamExt::map(stream, move |event| {
+        // Counted as a connected page for as long as the stream lives.
+        let _ = &connected;
         Ok(Event::default().event(event.name()).data(event.data()))
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE))

@@ -30,6 +30,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod mcp;
+pub mod mcp_stdio;
 pub mod pages;
 pub mod pending;
 pub mod provider;

@@ -104,6 +104,20 @@ struct Inner {
     shutdown: CancellationToken,
     guard: crate::security::Guard,
     mcp: McpLifecycle,
+    /// Event streams open now (pages connected).
+    pages: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether `POST /api/page-opener` already said to open the page.
+    page_opened: std::sync::atomic::AtomicBool,
+}
+
+/// Counts a page as connected while held (see [`AppState::page_connected`]).
+#[derive(Debug)]
+pub struct PageConnected(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for PageConnected {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Everything the routes share; cheap to clone.
@@ -151,8 +165,27 @@ impl AppState {
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
                 mcp: McpLifecycle::default(),
+                pages: Default::default(),
+                page_opened: Default::default(),
             }),
         }
+    }
+
+    /// Counts an event stream (a page) as connected until the guard drops.
+    pub fn page_connected(&self) -> PageConnected {
+        self.inner
+            .pages
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        PageConnected(self.inner.pages.clone())
+    }
+
+    /// Whether the caller should open the page now: only while no page is
+    /// connected, and only once per host run (however many agents ask).
+    pub fn claim_page_opener(&self) -> ask_user_core::wire::PageOpener {
+        use std::sync::atomic::Ordering;
+        let pages = self.inner.pages.load(Ordering::SeqCst);
+        let open = pages == 0 && !self.inner.page_opened.swap(true, Ordering::SeqCst);
+        ask_user_core::wire::PageOpener { open, pages }
     }
 
     /// The configuration.
