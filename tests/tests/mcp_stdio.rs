@@ -191,14 +191,18 @@ impl Mcp {
         serde_json::from_str(&line).unwrap()
     }
 
-    /// The response to request `id` (skipping notifications).
+    /// The response to request `id` (skipping notifications), within
+    /// [`PATIENCE`](ask_user_tests::http_host::PATIENCE) in all.
     async fn response(&mut self, id: u64) -> Value {
-        loop {
-            let message = self.receive().await;
-            if message["id"] == id {
-                return message;
+        within(&format!("the response to request {id}"), async {
+            loop {
+                let message = self.receive().await;
+                if message["id"] == id {
+                    return message;
+                }
             }
-        }
+        })
+        .await
     }
 
     /// `initialize` as client `name`, then `notifications/initialized`.
@@ -418,20 +422,29 @@ impl Drop for StopHosts {
 
 #[cfg(unix)]
 #[tokio::test]
-async fn with_no_host_two_started_at_once_start_one_host_that_keeps_its_token_private_and_off_every_command_line()
+async fn with_no_host_three_started_at_once_start_one_host_that_keeps_its_token_private_and_off_every_command_line()
  {
     use std::os::unix::fs::PermissionsExt;
     let base = temp_dir("autostart");
     let data_dir = base.join("data");
     let _stop = StopHosts(data_dir.clone());
     let url = format!("http://127.0.0.1:{}", free_port());
+    // Three rather than two: without the lock, the race to start is lost
+    // far more often than not.
     let mut first = Mcp::start(&base, &data_dir, &url, &["--session", "a"], None);
     let mut second = Mcp::start(&base, &data_dir, &url, &["--session", "b"], None);
+    let mut third = Mcp::start(&base, &data_dir, &url, &["--session", "c"], None);
     first.initialize("first").await;
     second.initialize("second").await;
-    let (one, two) = tokio::join!(first.tool_names(2), second.tool_names(2));
+    third.initialize("third").await;
+    let (one, two, three) = tokio::join!(
+        first.tool_names(2),
+        second.tool_names(2),
+        third.tool_names(2)
+    );
     assert_eq!(one, [TOOL_NAME]);
     assert_eq!(two, [TOOL_NAME]);
+    assert_eq!(three, [TOOL_NAME]);
 
     let hosts: Vec<(u32, String)> = processes_naming(&data_dir)
         .into_iter()
@@ -449,6 +462,7 @@ async fn with_no_host_two_started_at_once_start_one_host_that_keeps_its_token_pr
     let mut cmdlines: Vec<String> = hosts.iter().map(|(_, c)| c.clone()).collect();
     cmdlines.push(cmdline_of(first.pid()));
     cmdlines.push(cmdline_of(second.pid()));
+    cmdlines.push(cmdline_of(third.pid()));
     for cmdline in &cmdlines {
         assert!(!cmdline.is_empty());
         assert!(
@@ -456,15 +470,39 @@ async fn with_no_host_two_started_at_once_start_one_host_that_keeps_its_token_pr
             "the token on a command line: {cmdline}"
         );
     }
-    let said = format!("{}{}", first.stderr(), second.stderr());
+    let said = format!("{}{}{}", first.stderr(), second.stderr(), third.stderr());
     assert_eq!(
         said.matches("starting `ask-user serve`").count(),
         1,
         "{said}"
     );
     assert!(data_dir.join("serve.log").is_file());
+    // `ask-user ask` finds the token in the same file: its ask reaches the
+    // host (and times out, exit 4) instead of being refused (exit 1).
+    let mut ask = Command::new(host_binary());
+    ask.args(["ask", "--url", &url, "--session", "a", "--timeout-ms", "50"])
+        .env_remove("ASK_USER_TOKEN")
+        .env("ASK_USER_DATA_DIR", &data_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = ask.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(request("Ask?").to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    let output = within("ask-user ask", child.wait_with_output())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("ASK_TIMEOUT"), "{stderr}");
     first.assert_only_json_rpc_on_stdout();
     second.assert_only_json_rpc_on_stdout();
+    third.assert_only_json_rpc_on_stdout();
 }
 
 #[tokio::test]
