@@ -327,3 +327,31 @@ impl ShutdownHandle {
         inner.shutdown.cancel();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ask_user_core::wire::PageOpener;
+
+    #[test]
+    fn the_page_opener_says_open_once_per_run_and_only_while_no_page_is_connected() {
+        let state = AppState::new(HostConfig::new(random_token(), 1));
+        let page = state.page_connected();
+        let connected = PageOpener {
+            open: false,
+            pages: 1,
+        };
+        assert_eq!(state.claim_page_opener(), connected);
+        drop(page);
+        let open = PageOpener {
+            open: true,
+            pages: 0,
+        };
+        assert_eq!(state.claim_page_opener(), open);
+        let opened = PageOpener {
+            open: false,
+            pages: 0,
+        };
+        assert_eq!(state.claim_page_opener(), opened, "once per run");
+    }
+}

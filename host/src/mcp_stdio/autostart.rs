@@ -122,13 +122,17 @@ async fn lock(path: &Path) -> Result<File, String> {
     )
     .map_err(|e| format!("lock file {shown}: {e}"))?;
     // flock blocks; the holder releases it within STARTUP_PATIENCE.
-    tokio::task::spawn_blocking(move || {
+    #[cfg(unix)]
+    return tokio::task::spawn_blocking(move || {
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map(|()| file)
             .map_err(|e| format!("lock file {shown}: {e}"))
     })
     .await
-    .map_err(|e| format!("lock file: {e}"))?
+    .map_err(|e| format!("lock file: {e}"))?;
+    // Elsewhere no lock yet: a second host loses the race to bind and exits.
+    #[cfg(not(unix))]
+    Ok(file)
 }
 
 /// Starts `ask-user serve --addr ADDR --data-dir DIR`, detached: stdin closed,
