@@ -106,7 +106,7 @@ impl ServeArgs {
                 check_token(token).map_err(|why| format!("--token / ASK_USER_TOKEN: {why}"))?;
                 token.clone()
             }
-            (None, None) => crate::token_file::load_or_create(&self.data_dir.resolve()?)?,
+            (None, None) => crate::token_file::kept_or_random(&self.data_dir),
         };
         // No implicit `./dist`: started from a project folder that has its own
         // `dist/`, the host must still serve its own page.

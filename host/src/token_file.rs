@@ -7,7 +7,7 @@
 //! token then stays the same across restarts, so a page left open and every
 //! client keep working.
 
-use crate::data_dir::{create_private_new, ensure_private_dir};
+use crate::data_dir::{DataDirArg, create_private_new, ensure_private_dir};
 use crate::security::check_token;
 use crate::state::random_token;
 use std::io::{self, Read, Write};
@@ -22,6 +22,23 @@ const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 /// `<dir>/token`.
 pub fn token_path(dir: &Path) -> PathBuf {
     dir.join(TOKEN_FILE_NAME)
+}
+
+/// The token `ask-user serve` uses when given none: the one kept in the data
+/// directory (created on first start). When there is no usable data
+/// directory (no `HOME`, a read-only disk, a damaged token file) the host
+/// still starts, with a random token for this run, and says why.
+pub fn kept_or_random(data_dir: &DataDirArg) -> String {
+    match data_dir.resolve().and_then(|dir| load_or_create(&dir)) {
+        Ok(token) => token,
+        Err(why) => {
+            tracing::warn!(
+                "{why}; using a random token for this run (`ask-user mcp` and `ask-user ask` \
+                 cannot find it: pass --token or the printed URL)"
+            );
+            random_token()
+        }
+    }
 }
 
 /// The token kept in `dir`, created first when there is none.
@@ -119,6 +136,19 @@ mod tests {
         });
         assert!(tokens.iter().all(|t| t == &tokens[0]), "{tokens:?}");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn without_a_usable_data_directory_the_host_still_gets_a_token() {
+        let base = temp_dir("token-unusable");
+        std::fs::write(&base, "a file, not a directory").unwrap();
+        let arg = DataDirArg {
+            data_dir: Some(base.join("ask-user")),
+        };
+        let first = kept_or_random(&arg);
+        assert!(check_token(&first).is_ok(), "{first}");
+        assert_ne!(kept_or_random(&arg), first, "random per run");
+        std::fs::remove_file(&base).unwrap();
     }
 
     #[test]
