@@ -378,6 +378,28 @@ async fn a_call_without_a_progress_token_gets_the_hosts_wait_budget_and_the_same
     std::fs::remove_dir_all(&data_dir).ok();
 }
 
+#[tokio::test]
+async fn when_stdin_closes_the_process_exits_and_a_waiting_call_only_detaches_its_question() {
+    let host = TestHost::start().await;
+    let data_dir = data_dir_for(&host);
+    let mut mcp = Mcp::start(&data_dir, &data_dir, &host.base, &["--session", "x"], None);
+    mcp.initialize("closing-client").await;
+    mcp.start_call(2, &request("Keep?")).await;
+    let id = pending_one(&host, "x").await;
+    drop(mcp.stdin.take());
+    let status = within("the process to exit", mcp.child.wait())
+        .await
+        .unwrap();
+    assert!(status.success(), "{status}; stderr:\n{}", mcp.stderr());
+    // The person's question is still there, detached, for the agent to ask again.
+    let mut tab = host.events("x").await;
+    let (replayed, pending) = tab.replay_detached().await;
+    assert_eq!(replayed, [(id.clone(), true)]);
+    assert_eq!(pending, [id]);
+    mcp.assert_only_json_rpc_on_stdout();
+    std::fs::remove_dir_all(&data_dir).ok();
+}
+
 /// The processes whose command line names `dir`, as (pid, command line).
 fn processes_naming(dir: &Path) -> Vec<(u32, String)> {
     let needle = dir.to_string_lossy().into_owned();
