@@ -28,6 +28,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/sessions/{session}/ask", post(ask))
         .route("/api/sessions/{session}/questions", get(list))
+        .route("/api/page-opener", post(page_opener))
         .route(
             "/api/sessions/{session}/questions/{id}/answer",
             post(answer),
@@ -44,6 +45,13 @@ pub async fn health() -> Json<StatusBody> {
     Json(StatusBody {
         status: "ok".to_owned(),
     })
+}
+
+/// `POST /api/page-opener` → `{"open": bool, "pages": n}`: `open` is true
+/// once per host run, while no page is connected (`ask-user mcp` then opens
+/// the page in a browser).
+async fn page_opener(State(state): State<AppState>) -> Json<ask_user_core::wire::PageOpener> {
+    Json(state.claim_page_opener())
 }
 
 /// The query of `POST /api/sessions/{session}/ask`.

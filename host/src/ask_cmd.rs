@@ -49,9 +49,13 @@ pub struct AskArgs {
     /// The host (the URL `ask-user serve` printed also works: its token is used).
     #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL)]
     pub url: String,
-    /// The host's token.
+    /// The host's token. Default: a `?token=` on --url, else the token file in
+    /// the data directory (which `ask-user serve` keeps there).
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Where the host keeps its token file.
+    #[command(flatten)]
+    pub data_dir: crate::data_dir::DataDirArg,
     /// The session (conversation) to ask in.
     #[arg(long, default_value = DEFAULT_SESSION)]
     pub session: String,
@@ -154,6 +158,13 @@ pub async fn ask(args: &AskArgs) -> AskOutcome {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
+    let token = match token {
+        Some(token) => Some(token),
+        None => match stored_token(&args.data_dir) {
+            Ok(token) => token,
+            Err(outcome) => return outcome,
+        },
+    };
     let timeout = args.timeout_ms.map(Duration::from_millis);
     send(endpoint, token, &request, timeout).await
 }
@@ -194,6 +205,14 @@ fn endpoint(args: &AskArgs, session: &SessionId) -> Result<(Url, Option<String>)
         .pop_if_empty()
         .extend(["api", "sessions", session.as_str(), "ask"]);
     Ok((url, token))
+}
+
+/// The token the host keeps in the data directory, if it has written one.
+fn stored_token(data_dir: &crate::data_dir::DataDirArg) -> Result<Option<String>, AskOutcome> {
+    let Ok(dir) = data_dir.resolve() else {
+        return Ok(None);
+    };
+    crate::token_file::read(&dir).map_err(failed)
 }
 
 /// The URL of one post: with what is left of `timeout` after `elapsed`, so a
@@ -344,6 +363,7 @@ mod tests {
         AskArgs {
             url: url.to_owned(),
             token: token.map(str::to_owned),
+            data_dir: Default::default(),
             session: "s-1".to_owned(),
             timeout_ms,
             file: None,

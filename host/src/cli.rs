@@ -5,7 +5,7 @@ use crate::security::check_token;
 use crate::server::{Limits, connections_for_descriptors};
 use crate::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
-    HostConfig, random_token,
+    HostConfig,
 };
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
@@ -29,6 +29,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Ask a running host: send a request (JSON file or stdin), print the answer batch.
     Ask(crate::ask_cmd::AskArgs),
+    /// MCP over stdin/stdout for clients that launch a command: bridges to a
+    /// host (started in the background when none answers).
+    Mcp(crate::mcp_stdio::McpArgs),
 }
 
 /// `ask-user serve`.
@@ -39,7 +42,8 @@ pub struct ServeArgs {
     pub addr: SocketAddr,
     /// Read the token `/api` calls must present from this file (recommended, like
     /// ASK_USER_TOKEN; keep the file private). At least 22 of A-Z a-z 0-9 - . _ ~.
-    /// Wins over --token and ASK_USER_TOKEN. Default: a random 128-bit token per run.
+    /// Wins over --token and ASK_USER_TOKEN. Default: the token kept in the data
+    /// directory's `token` file (a random 128-bit one, created 0600 on first start).
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
     /// The token, from ASK_USER_TOKEN (recommended) or this flag. On the command
@@ -88,6 +92,9 @@ pub struct ServeArgs {
     /// (as does --detach-grace 0, which would lose the question).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MCP_WAIT_BUDGET.as_secs())]
     pub mcp_wait_budget: u64,
+    /// The data directory (its `token` file holds the token when none is given).
+    #[command(flatten)]
+    pub data_dir: crate::data_dir::DataDirArg,
 }
 
 impl ServeArgs {
@@ -108,7 +115,7 @@ impl ServeArgs {
                 check_token(token).map_err(|why| format!("--token / ASK_USER_TOKEN: {why}"))?;
                 token.clone()
             }
-            (None, None) => random_token(),
+            (None, None) => crate::token_file::kept_or_random(&self.data_dir),
         };
         // No implicit `./dist`: started from a project folder that has its own
         // `dist/`, the host must still serve its own page.
@@ -195,13 +202,22 @@ pub fn open_url(addr: SocketAddr, token: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A data directory of the test's own, so no test writes a token to `$HOME`.
+    fn temp_data_dir() -> String {
+        let dir = std::env::temp_dir().join(format!("auq-cli-{}", rand::random::<u64>()));
+        dir.to_string_lossy().into_owned()
+    }
+
     fn serve_config(args: &[&str]) -> HostConfig {
-        let cli = Cli::try_parse_from(["ask-user", "serve"].iter().chain(args))
-            .expect("the arguments parse");
+        let data_dir = temp_data_dir();
+        let base = ["ask-user", "serve", "--data-dir", &data_dir];
+        let cli = Cli::try_parse_from(base.iter().chain(args)).expect("the arguments parse");
         let Command::Serve(serve) = cli.command else {
             panic!("not serve");
         };
-        serve.config(7411).expect("a valid configuration")
+        let config = serve.config(7411).expect("a valid configuration");
+        let _ = std::fs::remove_dir_all(&data_dir);
+        config
     }
 
     fn serve_args(args: &[&str]) -> ServeArgs {

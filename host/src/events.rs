@@ -35,6 +35,7 @@ async fn events(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // Held by the stream: released when the stream ends or its reader goes.
     let room = state.open_stream()?;
+    let connected = state.page_connected();
     let stream = session_events(
         state.store().clone(),
         session.into(),
@@ -42,6 +43,8 @@ async fn events(
     );
     let stream = futures_util::StreamExt::map(stream, move |event| {
         let _room = &room;
+        // Counted as a connected page for as long as the stream lives.
+        let _ = &connected;
         Ok(Event::default().event(event.name()).data(event.data()))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))

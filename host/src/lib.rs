@@ -32,12 +32,14 @@ pub mod events;
 pub mod extract;
 pub mod inbox;
 pub mod mcp;
+pub mod mcp_stdio;
 pub mod pages;
 pub mod pending;
 pub mod provider;
 pub mod security;
 pub mod server;
 pub mod state;
+pub mod token_file;
 pub mod transcript;
 
 pub use error::ApiError;

@@ -40,6 +40,7 @@ async fn main() -> ExitCode {
             run_serve(args).await
         }
         Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
+        Command::Mcp(args) => return ask_user_host::mcp_stdio::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

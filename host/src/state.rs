@@ -120,6 +120,20 @@ struct Inner {
     mcp: McpLifecycle,
     streams: Arc<tokio::sync::Semaphore>,
     inbox_streams: Arc<tokio::sync::Semaphore>,
+    /// Event streams open now (pages connected).
+    pages: Arc<std::sync::atomic::AtomicUsize>,
+    /// Whether `POST /api/page-opener` already said to open the page.
+    page_opened: std::sync::atomic::AtomicBool,
+}
+
+/// Counts a page as connected while held (see [`AppState::page_connected`]).
+#[derive(Debug)]
+pub struct PageConnected(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for PageConnected {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// Everything the routes share; cheap to clone.
@@ -172,8 +186,27 @@ impl AppState {
                 inbox_streams: Arc::new(tokio::sync::Semaphore::new(
                     crate::inbox::MAX_INBOX_STREAMS,
                 )),
+                pages: Default::default(),
+                page_opened: Default::default(),
             }),
         }
+    }
+
+    /// Counts an event stream (a page) as connected until the guard drops.
+    pub fn page_connected(&self) -> PageConnected {
+        self.inner
+            .pages
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        PageConnected(self.inner.pages.clone())
+    }
+
+    /// Whether the caller should open the page now: only while no page is
+    /// connected, and only once per host run (however many agents ask).
+    pub fn claim_page_opener(&self) -> ask_user_core::wire::PageOpener {
+        use std::sync::atomic::Ordering;
+        let pages = self.inner.pages.load(Ordering::SeqCst);
+        let open = pages == 0 && !self.inner.page_opened.swap(true, Ordering::SeqCst);
+        ask_user_core::wire::PageOpener { open, pages }
     }
 
     /// The configuration.
@@ -335,5 +368,33 @@ impl ShutdownHandle {
             .take();
         drop(registration);
         inner.shutdown.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ask_user_core::wire::PageOpener;
+
+    #[test]
+    fn the_page_opener_says_open_once_per_run_and_only_while_no_page_is_connected() {
+        let state = AppState::new(HostConfig::new(random_token(), 1));
+        let page = state.page_connected();
+        let connected = PageOpener {
+            open: false,
+            pages: 1,
+        };
+        assert_eq!(state.claim_page_opener(), connected);
+        drop(page);
+        let open = PageOpener {
+            open: true,
+            pages: 0,
+        };
+        assert_eq!(state.claim_page_opener(), open);
+        let opened = PageOpener {
+            open: false,
+            pages: 0,
+        };
+        assert_eq!(state.claim_page_opener(), opened, "once per run");
     }
 }

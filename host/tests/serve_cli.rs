@@ -31,9 +31,19 @@ impl Served {
     }
 }
 
+/// A data directory of the test's own (never the user's), not yet created.
+fn fresh_data_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("auq-serve-cli-{}", rand::random::<u64>()))
+}
+
 async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
+    serve_in(&fresh_data_dir(), args, env).await
+}
+
+async fn serve_in(data_dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Served {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ask-user"));
     command
+        .env("ASK_USER_DATA_DIR", data_dir)
         .arg("serve")
         .args(["--addr", "127.0.0.1:0"])
         .args(args)
@@ -78,8 +88,10 @@ async fn terminate(served: &mut Served) -> std::process::ExitStatus {
 }
 
 #[tokio::test]
-async fn serve_prints_one_url_line_with_the_bound_port_and_a_random_token_then_exits_on_sigterm() {
-    let mut served = serve(&[], &[]).await;
+async fn serve_prints_one_url_line_with_the_bound_port_and_the_token_it_keeps_then_exits_on_sigterm()
+ {
+    let data_dir = fresh_data_dir();
+    let mut served = serve_in(&data_dir, &[], &[]).await;
     let (base, token) = split(&served.url);
     let port: u16 = base
         .strip_prefix("http://127.0.0.1:")
@@ -111,10 +123,26 @@ async fn serve_prints_one_url_line_with_the_bound_port_and_a_random_token_then_e
     served.stdout.read_to_string(&mut rest).await.unwrap();
     assert_eq!(rest, "", "stdout holds only the URL line");
 
-    // Another run mints another token.
+    // The token was kept in the data directory's token file (0600) ...
+    let kept = std::fs::read_to_string(data_dir.join("token")).unwrap();
+    assert_eq!(kept.trim(), token);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(data_dir.join("token"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    // ... so the next run has the same one; another data directory mints another.
+    let mut again = serve_in(&data_dir, &[], &[]).await;
+    assert_eq!(split(&again.url).1, token);
+    terminate(&mut again).await;
     let mut other = serve(&[], &[]).await;
     assert_ne!(split(&other.url).1, token);
     terminate(&mut other).await;
+    std::fs::remove_dir_all(&data_dir).ok();
 }
 
 const LONG_TOKEN: &str = "a-token-of-28-characters-xyz";

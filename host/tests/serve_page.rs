@@ -26,6 +26,7 @@ async fn serve_from_an_empty_folder_serves_the_built_in_page_or_says_once_how_to
         .args(["serve", "--addr", "127.0.0.1:0"])
         .current_dir(&cwd)
         .env_remove("ASK_USER_TOKEN")
+        .env("ASK_USER_DATA_DIR", cwd.join("data"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)

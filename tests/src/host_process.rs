@@ -41,6 +41,8 @@ pub enum HostError {
 /// A running `ask-user serve`; dropping it stops the process.
 pub struct HostProcess {
     child: Child,
+    /// Its own data directory (removed on drop).
+    data_dir: PathBuf,
     url: String,
     /// `http://127.0.0.1:PORT`, read from `url`.
     origin: String,
@@ -99,6 +101,13 @@ impl HostProcess {
         if let Some(cwd) = cwd {
             command.current_dir(cwd);
         }
+        // A data directory of its own: the token file never lands in $HOME.
+        let data_dir = std::env::temp_dir().join(format!(
+            "ask-user-test-host-{}-{:016x}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        command.env("ASK_USER_DATA_DIR", &data_dir);
         // Port 0: the host binds a free port and prints it, so no race with other tests.
         let mut child = command
             .args(["serve", "--addr", "127.0.0.1:0"])
@@ -128,6 +137,7 @@ impl HostProcess {
 
         let mut host = HostProcess {
             child,
+            data_dir,
             url: String::new(),
             origin: String::new(),
             token: None,
@@ -235,7 +245,18 @@ impl Drop for HostProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_dir);
     }
+}
+
+/// A number unlikely to repeat (the clock's nanoseconds and a counter).
+fn rand_suffix() -> u64 {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default();
+    nanos ^ (COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) << 48)
 }
 
 /// `ASK_USER_BIN`, else `ask-user` in the profile directory this test binary was

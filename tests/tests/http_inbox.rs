@@ -166,6 +166,10 @@ async fn ask_user_ask_names_itself_as_the_cli_asker() {
         session: "cli".into(),
         timeout_ms: None,
         file: Some(file),
+        // The token is given; no token file is read.
+        data_dir: ask_user_host::data_dir::DataDirArg {
+            data_dir: Some(dir.clone()),
+        },
     };
     let mut events = host.events("cli").await;
     events.replay().await;

@@ -503,6 +503,17 @@ pub struct StatusBody {
     pub status: String,
 }
 
+/// The body of `POST /api/page-opener`: whether the caller should open the
+/// page in a browser (`open`: no page is connected and none was opened for
+/// this host run; `true` once per run) and how many pages are connected.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageOpener {
+    /// Open the page now.
+    pub open: bool,
+    /// Event streams (pages) connected to the host.
+    pub pages: usize,
+}
+
 /// The body of `POST /api/sessions/{session}/messages`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -44,7 +44,7 @@ use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 
 /// What the server tells an MCP client about itself.
-const INSTRUCTIONS: &str = "ask-user shows your questions to a person in a web page and returns \
+pub const INSTRUCTIONS: &str = "ask-user shows your questions to a person in a web page and returns \
 their answer. Call ask_user_question only when you cannot continue without a person's decision.";
 
 /// How often a call with a progress token hears that the person is still

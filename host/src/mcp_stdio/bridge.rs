@@ -1,0 +1,284 @@
+//! The bridge: an MCP server on stdin/stdout whose tool forwards each call to
+//! the host's Streamable HTTP `/mcp?session=S` with rmcp's client.
+//!
+//! The upstream client introduces itself with the stdio client's own
+//! `clientInfo`, forwards the client's progress token (so the host's progress
+//! notifications reach it unchanged, and a call without one gets the host's
+//! wait budget), and turns the client's `notifications/cancelled` into one
+//! upstream, which aborts the question. Everything else (the page, reattach,
+//! the caps) is the host's.
+
+use super::Target;
+use crate::mcp::tool::INSTRUCTIONS;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ClientConfig, ClientRequest, ContentBlock, GetMeta, Implementation, JsonRpcMessage,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, RequestMetaObject,
+    ServerCapabilities, ServerConfig, ServerResult,
+};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+    RxJsonRpcMessage, TxJsonRpcMessage,
+};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, Transport};
+use rmcp::{
+    ClientHandler, ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError, ServiceExt,
+};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Where the bridge parks the stdio client's progress token in an upstream
+/// request's `_meta`, for [`ForwardProgressToken`] to put in place of the one
+/// rmcp's client assigns to every request.
+const FORWARDED_PROGRESS_TOKEN: &str = "ask-user.bridge/progressToken";
+
+/// The `_meta` key of a progress token.
+const PROGRESS_TOKEN: &str = "progressToken";
+
+/// The stdio MCP server.
+#[derive(Clone)]
+pub struct Bridge {
+    link: Arc<Link>,
+}
+
+/// The connection to the host, made on first use (when the stdio client's
+/// `clientInfo` is known) and made again after the host went away.
+struct Link {
+    target: Target,
+    upstream: Mutex<Option<RunningService<RoleClient, Relay>>>,
+}
+
+impl Bridge {
+    /// A bridge to the host `target` names.
+    pub fn new(target: Target) -> Self {
+        Self {
+            link: Arc::new(Link {
+                target,
+                upstream: Mutex::new(None),
+            }),
+        }
+    }
+}
+
+impl Link {
+    /// The upstream client, connecting first (and starting the host if none
+    /// answers) when there is none or it closed.
+    async fn connect(&self, downstream: &Peer<RoleServer>) -> Result<Peer<RoleClient>, String> {
+        let mut slot = self.upstream.lock().await;
+        if let Some(running) = slot.as_ref()
+            && !running.is_closed()
+        {
+            return Ok(running.peer().clone());
+        }
+        let token = self.target.ready_host().await?;
+        let client_info = downstream.peer_info().map_or_else(
+            || Implementation::new("ask-user-mcp", env!("CARGO_PKG_VERSION")),
+            |info| info.client_info.clone(),
+        );
+        let relay = Relay {
+            downstream: downstream.clone(),
+            info: ClientConfig::new(ClientCapabilities::default(), client_info),
+        };
+        // The host is on loopback: never through a proxy (it would see the token).
+        let http = reqwest_mcp::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        let config =
+            StreamableHttpClientTransportConfig::with_uri(self.target.mcp_url()).auth_header(token);
+        let transport =
+            ForwardProgressToken(StreamableHttpClientTransport::with_client(http, config));
+        let running = relay.serve(transport).await.map_err(|e| {
+            format!(
+                "the host at {} refused the MCP session: {e}",
+                self.target.base
+            )
+        })?;
+        let peer = running.peer().clone();
+        *slot = Some(running);
+        Ok(peer)
+    }
+
+    /// Forgets a connection that failed, so the next call connects again.
+    async fn forget(&self) {
+        self.upstream.lock().await.take();
+    }
+}
+
+/// The upstream client's handler: introduces itself as the stdio client and
+/// relays the host's progress notifications to it.
+#[derive(Clone)]
+struct Relay {
+    downstream: Peer<RoleServer>,
+    info: ClientConfig,
+}
+
+impl ClientHandler for Relay {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // The token is the stdio client's own (see `ForwardProgressToken`).
+        if let Err(error) = self.downstream.notify_progress(params).await {
+            tracing::debug!(%error, "could not relay a progress notification");
+        }
+    }
+}
+
+/// The upstream transport, with each request's progress token replaced by
+/// the stdio client's (parked under [`FORWARDED_PROGRESS_TOKEN`]), or removed
+/// when the client sent none: the host then applies its wait budget, as it
+/// would to that client calling it directly.
+struct ForwardProgressToken<T>(T);
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for ForwardProgressToken<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        mut item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &mut item {
+            let meta = request.request.get_meta_mut();
+            meta.remove(PROGRESS_TOKEN);
+            if let Some(theirs) = meta.remove(FORWARDED_PROGRESS_TOKEN) {
+                meta.insert(PROGRESS_TOKEN.to_owned(), theirs);
+            }
+        }
+        self.0.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        self.0.receive()
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.0.close()
+    }
+}
+
+/// A tool result the model can read: `Error: <message> (<CODE>)`.
+fn error_result(message: &str, code: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!(
+        "Error: {message} ({code})"
+    ))])
+}
+
+impl ServerHandler for Bridge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("ask-user", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let upstream = self
+            .link
+            .connect(&context.peer)
+            .await
+            .map_err(|line| McpError::internal_error(line, None))?;
+        match upstream.list_tools(request).await {
+            Ok(tools) => Ok(tools),
+            Err(ServiceError::McpError(error)) => Err(error),
+            Err(error) => {
+                self.link.forget().await;
+                Err(McpError::internal_error(
+                    format!("lost the host at {}: {error}", self.link.target.base),
+                    None,
+                ))
+            }
+        }
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let theirs = context.meta.get_progress_token();
+        // One more try after a lost connection: the host attaches the same
+        // call to the question it kept (or, restarted, asks it anew).
+        let mut tries_left = 2;
+        loop {
+            tries_left -= 1;
+            let upstream = match self.link.connect(&context.peer).await {
+                Ok(upstream) => upstream,
+                Err(line) => return Ok(error_result(&line, "HOST_UNREACHABLE").into()),
+            };
+            if tries_left == 1 {
+                // Beside the call, so a slow browser never holds it up.
+                let link = self.link.clone();
+                tokio::spawn(
+                    async move { link.target.opener.question_arrived(&link.target).await },
+                );
+            }
+            let mut meta = RequestMetaObject::new();
+            if let Some(token) = &theirs {
+                let token = serde_json::to_value(token).expect("progress tokens serialise");
+                meta.insert(FORWARDED_PROGRESS_TOKEN.to_owned(), token);
+            }
+            let mut params = CallToolRequestParams::new(request.name.clone());
+            if let Some(arguments) = request.arguments.clone() {
+                params = params.with_arguments(arguments);
+            }
+            let call = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+            let options = PeerRequestOptions::no_options().with_meta(meta);
+            let mut handle = match upstream.send_request_with_option(call, options).await {
+                Ok(handle) => handle,
+                Err(error) => {
+                    self.link.forget().await;
+                    if tries_left > 0 {
+                        continue;
+                    }
+                    return Ok(error_result(&error.to_string(), "HOST_UNREACHABLE").into());
+                }
+            };
+            let response = tokio::select! {
+                response = &mut handle.rx => response.unwrap_or(Err(ServiceError::TransportClosed)),
+                () = context.ct.cancelled() => {
+                    // An explicit end: the host aborts the question.
+                    if let Err(error) = handle.cancel(Some("the client cancelled the call".to_owned())).await {
+                        tracing::warn!(%error, "could not pass the cancellation on to the host");
+                    }
+                    return Err(McpError::internal_error("cancelled by the client", None));
+                }
+            };
+            match response {
+                Ok(ServerResult::CallToolResult(result)) => return Ok(result.into()),
+                Ok(other) => {
+                    return Ok(error_result(
+                        &format!(
+                            "the host answered something that is not a tool result: {other:?}"
+                        ),
+                        "BAD_HOST_RESPONSE",
+                    )
+                    .into());
+                }
+                Err(ServiceError::McpError(error)) => return Err(error),
+                // The connection to the host was lost.
+                Err(error) => {
+                    self.link.forget().await;
+                    if tries_left > 0 {
+                        tracing::info!(%error, "lost the host during a call; asking again");
+                        continue;
+                    }
+                    return Ok(error_result(
+                        &format!("lost the host at {}: {error}", self.link.target.base),
+                        "HOST_UNREACHABLE",
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+}

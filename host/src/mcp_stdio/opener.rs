@@ -1,0 +1,162 @@
+//! Opening the page when a question arrives and no page is connected to the
+//! host: once per host run (the host decides, so several `ask-user mcp` open
+//! one window between them), never with `--no-open`/`ASK_USER_NO_OPEN`, and
+//! said on stderr either way.
+//!
+//! The browser is handed a private redirect file (`<data-dir>/open.html`,
+//! 0600) that forwards to the token landing URL, not the URL itself: a URL
+//! given to `xdg-open` would put the token on the browser's command line,
+//! where every local user can read it.
+
+use super::Target;
+use crate::data_dir::open_private;
+use ask_user_core::wire::PageOpener;
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Names the program that opens the page (given the redirect file's path);
+/// default `xdg-open` (`open` on macOS, `start` on Windows).
+pub const OPENER_ENV: &str = "ASK_USER_OPENER";
+
+/// The redirect file's name in the data directory.
+pub const REDIRECT_FILE_NAME: &str = "open.html";
+
+/// Opens the page at most once per host run.
+#[derive(Debug)]
+pub struct Opener {
+    /// `None` with `--no-open`.
+    program: Option<OsString>,
+    /// Whether this process already said on stderr that it will not open.
+    said_no: AtomicBool,
+}
+
+impl Opener {
+    /// The opener `ASK_USER_OPENER` (or the platform's) names; none with `no_open`.
+    pub fn from_env(no_open: bool) -> Self {
+        let program = (!no_open)
+            .then(|| std::env::var_os(OPENER_ENV).unwrap_or_else(|| default_program().into()));
+        Self {
+            program,
+            said_no: AtomicBool::new(false),
+        }
+    }
+
+    /// A question arrived at `target`'s host: opens the page when the host
+    /// says no page is connected and none was opened for it yet.
+    pub async fn question_arrived(&self, target: &Target) {
+        let Some(program) = &self.program else {
+            if !self.said_no.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "ask-user mcp: not opening the page (--no-open); open it from `ask-user serve`'s URL"
+                );
+            }
+            return;
+        };
+        let token = match target.token() {
+            Ok(token) => token,
+            Err(error) => {
+                eprintln!("ask-user mcp: cannot open the page: {error}");
+                return;
+            }
+        };
+        match claim(target, &token).await {
+            Ok(PageOpener { open: true, .. }) => {}
+            Ok(PageOpener { pages, .. }) => {
+                let why = if pages > 0 {
+                    "a page is connected"
+                } else {
+                    "it was opened once for this host already"
+                };
+                eprintln!("ask-user mcp: a question arrived; not opening the page: {why}");
+                return;
+            }
+            Err(error) => {
+                eprintln!("ask-user mcp: cannot ask the host whether a page is open: {error}");
+                return;
+            }
+        }
+        let landing = format!("{}?token={token}", target.base);
+        let file = match write_redirect(&target.data_dir, &landing) {
+            Ok(file) => file,
+            Err(error) => {
+                eprintln!("ask-user mcp: cannot open the page: {error}");
+                return;
+            }
+        };
+        eprintln!(
+            "ask-user mcp: a question arrived and no page is open; opening {} in the browser",
+            target.base
+        );
+        let mut command = opener_command(program, &file);
+        match command.spawn() {
+            // Reaped in the background; its exit status says nothing useful.
+            Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
+            Err(e) => eprintln!(
+                "ask-user mcp: could not run {} ({e}); open {} yourself",
+                program.to_string_lossy(),
+                target.base
+            ),
+        }
+    }
+}
+
+/// Asks the host whether to open the page (`POST /api/page-opener`).
+async fn claim(target: &Target, token: &str) -> Result<PageOpener, String> {
+    let url = target
+        .base
+        .join("api/page-opener")
+        .map_err(|e| e.to_string())?;
+    let response = crate::ask_cmd::http_client(&target.base)
+        .post(url)
+        .bearer_auth(token)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !response.status().is_success() {
+        return Err(format!("HTTP {}", response.status()));
+    }
+    response.json().await.map_err(|e| e.to_string())
+}
+
+/// Writes the redirect file (0600) that forwards to `landing`.
+fn write_redirect(data_dir: &Path, landing: &str) -> Result<PathBuf, String> {
+    let path = data_dir.join(REDIRECT_FILE_NAME);
+    let html = format!(
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={landing}\">\
+         <title>ask-user</title><a href=\"{landing}\">Open ask-user</a>\n"
+    );
+    let mut file = open_private(
+        &path,
+        OpenOptions::new().write(true).create(true).truncate(true),
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.write_all(html.as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+fn default_program() -> &'static str {
+    if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "cmd"
+    } else {
+        "xdg-open"
+    }
+}
+
+fn opener_command(program: &OsString, file: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(program);
+    if cfg!(windows) && program == "cmd" {
+        command.args(["/C", "start", ""]);
+    }
+    command
+        .arg(file)
+        .stdin(std::process::Stdio::null())
+        // Never onto stdout: that is the MCP stream.
+        .stdout(std::process::Stdio::null());
+    command
+}
