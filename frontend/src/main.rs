@@ -14,7 +14,7 @@
 
 mod fixture;
 
-use ask_user_composer::{Lang, MountOptions, Transport, conversation_view, conversation_view_with};
+use ask_user_composer::{Lang, MountOptions, Transport, page_view, page_view_with};
 use ask_user_core::SessionId;
 use leptos::prelude::*;
 
@@ -42,10 +42,10 @@ fn main() {
     mount_to_body(move || {
         let conversation = match (fixture.as_deref(), session) {
             (Some(kind), _) => {
-                conversation_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
+                page_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
                     .into_any()
             }
-            (None, Ok(session)) => conversation_view(MountOptions {
+            (None, Ok(session)) => page_view(MountOptions {
                 base_url: String::new(),
                 session,
                 token: None,

@@ -3,7 +3,7 @@
 //! lives here: every decision is core's `apply`, every shown fact core's `view`.
 
 use crate::i18n::{Lang, Texts, use_locale};
-use crate::markdown;
+use crate::markdown::{self, Markdown};
 use crate::session::QuestionSession;
 use crate::slot::{ComposerSlotContext, QUESTION_ENTRY, use_composer_slot};
 use ask_user_core::keys::{Key, KeyInput, KeyTarget};
@@ -324,7 +324,7 @@ fn Item(
     view! {
         <div class="auq-item" data-auq="item" data-multi=multi.to_string()>
             <h2 class="auq-question" id=question_id.clone()>{item.question}</h2>
-            {item.detail.map(|d| view! { <p class="auq-detail" data-auq="detail">{d}</p> })}
+            {item.detail.map(|d| view! { <Markdown text=d class="auq-detail" attr:data-auq="detail" /> })}
             {has_options.then(|| view! {
                 <div class="auq-hint" aria-hidden="true">
                     {if multi { texts.choose_any } else { texts.choose_one }}

@@ -2,14 +2,17 @@
 //! composer ("Message" + "Send"), and [`Conversation`], which puts them and the
 //! question composer together in one keyed composer slot.
 
+use crate::attention::{Waiting, use_attention};
 use crate::composer::{QuestionComposer, key_input};
 use crate::i18n::{Lang, Texts, use_locale};
+use crate::markdown::Markdown;
 use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_stream_with};
 use crate::slot::{ComposerSlot, use_composer_slot};
 use crate::transport::{StreamStatus, Transport};
 use ask_user_core::SessionId;
 use ask_user_core::keys::{Ime, sends_message};
 use ask_user_core::wire::{MessageCreated, Role};
+use leptos::either::Either;
 use leptos::html;
 use leptos::prelude::*;
 use std::time::Duration;
@@ -50,7 +53,12 @@ pub fn Transcript(
                         Role::Agent => "agent",
                     }
                 >
-                    {message.text.clone()}
+                    {match message.role {
+                        // The agent writes Markdown (sanitised by core's parser);
+                        // the person's words are shown exactly as typed.
+                        Role::Agent => Either::Left(view! { <Markdown text=message.text.clone() /> }),
+                        Role::User => Either::Right(message.text.clone()),
+                    }}
                 </li>
             </For>
         </ol>
@@ -217,5 +225,29 @@ pub fn conversation_view(options: MountOptions) -> impl IntoView {
 /// [`Conversation`] over any transport (tests, fixtures).
 pub fn conversation_view_with(transport: Transport) -> impl IntoView {
     let stream = use_question_stream_with(transport);
+    view! { <Conversation stream /> }
+}
+
+/// The page (frontend/): [`Conversation`] over the host's HTTP API, plus the
+/// tab's attention signals (title, favicon badge, app badge), which an embed
+/// leaves alone because the page around it owns its title.
+pub fn page_view(options: MountOptions) -> impl IntoView {
+    let stream = use_question_stream(options.base_url, options.session, options.token);
+    page_of(stream)
+}
+
+/// [`page_view`] over any transport (fixtures, tests).
+pub fn page_view_with(transport: Transport) -> impl IntoView {
+    page_of(use_question_stream_with(transport))
+}
+
+fn page_of(stream: UseQuestionStreamReturn) -> impl IntoView {
+    let shown = stream.session.view();
+    use_attention(Signal::derive(move || {
+        shown.with(|v| Waiting {
+            pending: v.pending(),
+            first_question: v.active.as_ref().map(|a| a.first_question.clone()),
+        })
+    }));
     view! { <Conversation stream /> }
 }

@@ -22,6 +22,7 @@
 //! Styles live in `style/composer.css` (also [`STYLESHEET`]), every class under
 //! the `auq-` prefix.
 
+pub mod attention;
 pub mod composer;
 pub mod conversation;
 pub mod i18n;
@@ -36,7 +37,7 @@ pub mod transport;
 pub use composer::QuestionComposer;
 pub use conversation::{
     Conversation, MessageComposer, MountOptions, Transcript, conversation_view,
-    conversation_view_with,
+    conversation_view_with, page_view, page_view_with,
 };
 pub use i18n::{Lang, Locale, Texts};
 pub use markdown::Markdown;

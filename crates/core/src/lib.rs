@@ -74,6 +74,7 @@
 //! ```
 
 pub mod answer;
+pub mod attention;
 pub mod error;
 pub mod keys;
 pub mod limits;

@@ -39,6 +39,8 @@ pub struct RequestView {
     pub id: String,
     /// When the host registered it (Unix milliseconds).
     pub created_at_ms: u64,
+    /// The text of its first question (the tab title and notifications name it).
+    pub first_question: String,
     /// Editing, sending, sent or failed.
     pub phase: Phase,
     /// The person can change things: options, text and every button but the
@@ -240,6 +242,11 @@ pub fn view(state: &Questionnaire) -> ViewModel {
 }
 
 impl ViewModel {
+    /// How many requests are pending: the active one and those behind it.
+    pub fn pending(&self) -> usize {
+        usize::from(self.active.is_some()) + self.waiting
+    }
+
     /// The item shown, when the active request is in the generic flow.
     pub fn item(&self) -> Option<&ItemView> {
         match &self.active.as_ref()?.body {
@@ -273,6 +280,7 @@ fn request_view(request: &PendingRequest) -> RequestView {
     RequestView {
         id: request.id.clone(),
         created_at_ms: request.created_at_ms,
+        first_question: request.request.questions[0].question.clone(),
         phase: match request.status {
             Status::Editing => Phase::Editing,
             Status::Sending(_) => Phase::Sending,
