@@ -62,6 +62,7 @@ impl FixtureTransport {
                 session: "default".into(),
                 request,
                 created_at_ms: 1,
+                asked_by: None,
             }),
             SessionEvent::SessionSynced(SessionSynced {
                 pending: vec!["fixture-1".into()],
@@ -116,6 +117,7 @@ fn message(id: &str, role: Role, text: &str) -> SessionEvent {
         id: id.into(),
         role,
         text: text.into(),
+        at_ms: 0,
     })
 }
 
@@ -123,5 +125,6 @@ fn resolved(id: &str, outcome: Outcome) -> SessionEvent {
     SessionEvent::QuestionResolved(QuestionResolved {
         id: id.into(),
         outcome,
+        record: None,
     })
 }

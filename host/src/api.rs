@@ -87,6 +87,7 @@ async fn list(State(state): State<AppState>, Session(session): Session) -> Json<
             id: q.id,
             request: q.request,
             created_at_ms: q.created_at_ms,
+            asked_by: None,
         })
         .collect();
     Json(PendingList { pending })

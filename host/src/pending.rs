@@ -439,6 +439,7 @@ impl Table {
         slot.send(SessionEvent::QuestionResolved(QuestionResolved {
             id: id.to_owned(),
             outcome: ended.outcome(),
+            record: None,
         }));
         self.pending -= 1;
         self.forget_if_idle(session);
@@ -708,6 +709,7 @@ impl PendingStore for MemoryStore {
             session: session.to_owned(),
             request,
             created_at_ms: now_ms(),
+            asked_by: None,
         }));
         let seq = table.next_seq;
         table.next_seq += 1;
@@ -900,6 +902,7 @@ impl PendingStore for MemoryStore {
             id: random_id("m_"),
             role,
             text,
+            at_ms: 0,
         };
         let table = self.lock();
         if let Some(slot) = table.sessions.get(session) {

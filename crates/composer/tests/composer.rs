@@ -86,7 +86,8 @@ async fn a_requested_frame_takes_over_the_slot_and_only_the_resolved_frame_gives
         vec![(
             "t1".to_owned(),
             AnswerBatch {
-                answers: vec![answer("go", &["Yes"], None)]
+                answers: vec![answer("go", &["Yes"], None)],
+                note: None,
             }
         )]
     );
@@ -212,7 +213,8 @@ async fn the_whole_batch_by_click_number_keys_and_enter_posts_the_exact_answers(
                     answer("db", &["SQLite"], None),
                     answer("checks", &["Unit tests", "Load test"], None),
                     answer("name", &[], Some("Orbit")),
-                ]
+                ],
+                note: None,
             }
         )]
     );
@@ -291,7 +293,8 @@ async fn enter_during_ime_composition_never_submits_in_any_of_the_three_forms() 
         vec![(
             "ime".to_owned(),
             AnswerBatch {
-                answers: vec![answer("name", &[], Some("你好"))]
+                answers: vec![answer("name", &[], Some("你好"))],
+                note: None,
             }
         )]
     );
@@ -360,7 +363,8 @@ async fn skip_answers_only_the_current_item_and_keeps_every_other_draft() {
                     answer("db", &[], Some("MariaDB")),
                     Answer::skipped("checks"),
                     Answer::skipped("name"),
-                ]
+                ],
+                note: None,
             }
         )]
     );
@@ -661,7 +665,8 @@ async fn drafts_survive_a_reload_through_session_storage() {
                     answer("db", &["DynamoDB"], None),
                     answer("checks", &["Browser tests"], None),
                     answer("name", &[], Some("Orbit")),
-                ]
+                ],
+                note: None,
             }
         )]
     );
@@ -812,7 +817,8 @@ async fn plan_review_renders_sanitised_markdown_and_approve_posts_the_approve_la
         vec![(
             "p1".to_owned(),
             AnswerBatch {
-                answers: vec![answer("plan", &["Go ahead (Recommended)"], None)]
+                answers: vec![answer("plan", &["Go ahead (Recommended)"], None)],
+                note: None,
             }
         )]
     );
@@ -927,6 +933,7 @@ async fn the_message_box_sends_on_enter_but_not_during_composition_or_with_shift
             id: "m1".into(),
             role: ask_user_core::wire::Role::Agent,
             text: "Hi <b>there</b>".into(),
+            at_ms: 0,
         },
     ));
     settle().await;

@@ -48,6 +48,7 @@ fn script() -> Vec<Action> {
             session: "default".into(),
             request: request.clone(),
             created_at_ms: id,
+            asked_by: None,
         }))
     };
     actions.push(requested(n));
@@ -77,6 +78,7 @@ fn script() -> Vec<Action> {
             Action::FrameReceived(SessionEvent::QuestionResolved(QuestionResolved {
                 id: format!("q{n}"),
                 outcome: Outcome::Answered,
+                record: None,
             })),
         ]);
         n += 1;

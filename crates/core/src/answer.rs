@@ -1,7 +1,7 @@
 //! The answer batch, its validation against the request, and normalisation.
 
 use crate::error::{ErrorCode, UserInteractionError};
-use crate::limits::{MAX_CUSTOM_CHARS, MAX_OPTIONS};
+use crate::limits::{MAX_CUSTOM_CHARS, MAX_NOTE_CHARS, MAX_OPTIONS};
 use crate::request::{AskRequest, Question, expect_object};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,6 +12,11 @@ use serde_json::Value;
 pub struct AnswerBatch {
     /// The answers.
     pub answers: Vec<Answer>,
+    /// The person's own message in place of finishing the batch ("Reply
+    /// instead"): plain text, trimmed, at most [`MAX_NOTE_CHARS`] characters.
+    /// With a note, questions left unanswered come back skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// The answer to one question.
@@ -51,6 +56,14 @@ impl Answer {
 }
 
 impl AnswerBatch {
+    /// A batch of these answers without a note.
+    pub fn new(answers: Vec<Answer>) -> Self {
+        Self {
+            answers,
+            note: None,
+        }
+    }
+
     /// Parses an answer batch from JSON text (shape only; see [`AnswerBatch::normalize`]).
     pub fn from_json(text: &str) -> Result<Self, UserInteractionError> {
         // Straight from the text when it has the vocabulary's shape (see
@@ -89,14 +102,17 @@ impl AnswerBatch {
     }
 
     /// Checks this batch against its request, then returns it normalised:
-    /// in question order, `custom` trimmed (empty means absent), and on a
-    /// single-select question a `custom` answer clears `selected`.
+    /// in question order, `custom` and `note` trimmed (empty means absent), and
+    /// on a single-select question a `custom` answer clears `selected`.
     ///
     /// Rules: exactly one answer per question id, no unknown or repeated ids;
     /// every selected label is one of that question's options, with no repeats;
     /// at most one on single-select; none on an optionless question; `custom`
-    /// at most 8,000 characters. Normalising a normalised batch changes nothing.
+    /// at most 8,000 characters; `note` at most 8,192. A batch with a note may
+    /// leave questions out: they are answered as skipped. Normalising a
+    /// normalised batch changes nothing.
     pub fn normalize(mut self, request: &AskRequest) -> Result<Self, UserInteractionError> {
+        self.note = normalize_note(self.note.take())?;
         // Question index of each answer, for the order; a request holds at most
         // ten questions, so lookups scan instead of hashing.
         let mut order = Vec::with_capacity(self.answers.len());
@@ -116,6 +132,16 @@ impl AnswerBatch {
             }
             normalize_answer(index, &request.questions[position], answer)?;
             order.push(position);
+        }
+        if self.note.is_some() {
+            // Replying instead of finishing: what was not reached is skipped.
+            for (position, question) in request.questions.iter().enumerate() {
+                if !answered[position] {
+                    answered[position] = true;
+                    self.answers.push(Answer::skipped(question.id.clone()));
+                    order.push(position);
+                }
+            }
         }
         if let Some(missing) = request
             .questions
@@ -141,11 +167,32 @@ impl AnswerBatch {
         let normalized = self.clone().normalize(request)?;
         if &normalized != self {
             return Err(UserInteractionError::bad_answer(
-                "answers: the batch is valid but not normalised (question order, trimmed custom, single-select custom clears selected)",
+                "answers: the batch is valid but not normalised (question order, trimmed custom and note, single-select custom clears selected, a note skips what was left out)",
             ));
         }
         Ok(())
     }
+}
+
+fn normalize_note(note: Option<String>) -> Result<Option<String>, UserInteractionError> {
+    let Some(note) = note else {
+        return Ok(None);
+    };
+    let trimmed = note.trim();
+    // At most MAX_NOTE_CHARS bytes means at most that many chars: skip the count.
+    if trimmed.len() > MAX_NOTE_CHARS {
+        let chars = trimmed.chars().count();
+        if chars > MAX_NOTE_CHARS {
+            return Err(UserInteractionError::bad_answer(format!(
+                "note: at most {MAX_NOTE_CHARS} characters, got {chars}"
+            )));
+        }
+    }
+    Ok(match trimmed {
+        "" => None,
+        _ if trimmed.len() == note.len() => Some(note),
+        _ => Some(trimmed.to_owned()),
+    })
 }
 
 fn normalize_answer(

@@ -44,7 +44,7 @@
 //!                 custom: (!q.has_options()).then(|| "  ".to_owned()),
 //!             })
 //!             .collect();
-//!         Box::pin(async move { Ok(AnswerBatch { answers }) })
+//!         Box::pin(async move { Ok(AnswerBatch::new(answers)) })
 //!     }
 //! }
 //!

@@ -21,9 +21,11 @@ always type their own answer instead. Batch related questions into one call \
 the result echoes it. Set `multi_select: true` when several options may apply. \
 Put long supporting text (a plan, a diff summary) in `detail`, never in an option. \
 To recommend an option, end its label with \" (Recommended)\" and list it first; \
-it is never pre-selected. The result is {\"answers\": [{\"id\", \"selected\": [labels], \"custom\"?}]}: \
+it is never pre-selected. The result is {\"answers\": [{\"id\", \"selected\": [labels], \"custom\"?}], \"note\"?}: \
 `selected` holds the chosen labels exactly as you wrote them, `custom` the user's own words, \
 and an empty `selected` without `custom` means the user skipped that question. \
+If the user replied instead of finishing, the result also has a top-level `note` with their \
+message (questions they did not reach come back skipped): read it before you go on. \
 If the user cancels, the tool fails with ASK_CANCELLED: do not ask the same thing again; \
 continue with what you have or stop and say what you need. \
 If the result says the person has not answered yet, call ask_user_question again with exactly \

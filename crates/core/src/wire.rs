@@ -2,7 +2,9 @@
 //! (Server-Sent Events), and the small bodies of its HTTP API. Event names and
 //! JSON field names are exact.
 
+use crate::answer::AnswerBatch;
 use crate::error::UserInteractionError;
+use crate::limits::{MAX_ASKER_NAME, MAX_ASKER_VERSION, MAX_FIRST_QUESTION_CHARS};
 use crate::request::AskRequest;
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +22,124 @@ pub const MESSAGE_CREATED: &str = "message/created";
 pub const QUESTION_DETACHED: &str = "question/detached";
 /// SSE event name: a call waits on a detached question again.
 pub const QUESTION_ATTACHED: &str = "question/attached";
+/// SSE event name of the inbox stream (`GET /api/events`): the list of
+/// sessions changed; the data is the whole [`SessionList`].
+pub const INBOX_CHANGED: &str = "inbox/changed";
+
+/// The HTTP header an agent names itself with on `POST …/ask`:
+/// `name/version` or just `name` (see [`AskedBy::from_agent_header`]).
+pub const AGENT_HEADER: &str = "x-ask-user-agent";
+/// The name `ask-user ask` sends in [`AGENT_HEADER`]; a header with this name
+/// makes the asker [`AskerKind::Cli`].
+pub const CLI_ASKER_NAME: &str = "ask-user ask";
+
+/// How the host learnt who asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AskerKind {
+    /// An MCP client, named by its `initialize` clientInfo.
+    Mcp,
+    /// `ask-user ask`.
+    Cli,
+    /// A plain HTTP client, named by its [`AGENT_HEADER`].
+    Http,
+    /// The host's own demo agent (`ask-user --demo`).
+    Demo,
+}
+
+/// Who asked a question, as the host learnt it. Display text only: the
+/// constructors remove control characters, trim, and cap the name at
+/// [`MAX_ASKER_NAME`] and the version at [`MAX_ASKER_VERSION`] characters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskedBy {
+    /// How the host learnt it.
+    pub kind: AskerKind,
+    /// The asker's name, e.g. `"claude-code"`.
+    pub name: String,
+    /// Its version, when it said one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl AskedBy {
+    /// A cleaned asker; `None` when the name is empty once cleaned. An empty
+    /// version is dropped.
+    ///
+    /// ```
+    /// use ask_user_core::wire::{AskedBy, AskerKind};
+    /// let asker = AskedBy::new(AskerKind::Mcp, " claude\u{7}-code ", Some("1.0\n")).unwrap();
+    /// assert_eq!((asker.name.as_str(), asker.version.as_deref()), ("claude-code", Some("1.0")));
+    /// assert_eq!(AskedBy::new(AskerKind::Mcp, " \t", None), None);
+    /// ```
+    pub fn new(kind: AskerKind, name: &str, version: Option<&str>) -> Option<Self> {
+        let name = clean(name, MAX_ASKER_NAME);
+        if name.is_empty() {
+            return None;
+        }
+        let version = version
+            .map(|v| clean(v, MAX_ASKER_VERSION))
+            .filter(|v| !v.is_empty());
+        Some(Self {
+            kind,
+            name,
+            version,
+        })
+    }
+
+    /// Reads an [`AGENT_HEADER`] value, `name/version` (split at the first
+    /// `/`) or just `name`; `None` when it names nobody.
+    ///
+    /// ```
+    /// use ask_user_core::wire::{AskedBy, AskerKind};
+    /// let asker = AskedBy::from_agent_header(AskerKind::Http, "my-bot/2.1").unwrap();
+    /// assert_eq!((asker.name.as_str(), asker.version.as_deref()), ("my-bot", Some("2.1")));
+    /// let asker = AskedBy::from_agent_header(AskerKind::Http, "my-bot").unwrap();
+    /// assert_eq!((asker.name.as_str(), asker.version), ("my-bot", None));
+    /// ```
+    pub fn from_agent_header(kind: AskerKind, value: &str) -> Option<Self> {
+        match value.split_once('/') {
+            Some((name, version)) => Self::new(kind, name, Some(version)),
+            None => Self::new(kind, value, None),
+        }
+    }
+
+    /// The asker of a `POST …/ask` with this [`AGENT_HEADER`] value:
+    /// [`AskerKind::Cli`] when it is [`CLI_ASKER_NAME`]'s, else
+    /// [`AskerKind::Http`].
+    ///
+    /// ```
+    /// use ask_user_core::wire::{AskedBy, AskerKind};
+    /// let cli = AskedBy::from_http_header("ask-user ask/0.1.0").unwrap();
+    /// assert_eq!((cli.kind, cli.name.as_str()), (AskerKind::Cli, "ask-user ask"));
+    /// assert_eq!(AskedBy::from_http_header("curl/8").unwrap().kind, AskerKind::Http);
+    /// ```
+    pub fn from_http_header(value: &str) -> Option<Self> {
+        let mut asker = Self::from_agent_header(AskerKind::Http, value)?;
+        if asker.name == CLI_ASKER_NAME {
+            asker.kind = AskerKind::Cli;
+        }
+        Some(asker)
+    }
+}
+
+/// `text` without control characters, trimmed, at most `max` characters.
+fn clean(text: &str, max: usize) -> String {
+    let kept: String = text.chars().filter(|c| !c.is_control()).collect();
+    let trimmed = kept.trim();
+    match trimmed.char_indices().nth(max) {
+        Some((end, _)) => trimmed[..end].trim_end().to_owned(),
+        None => trimmed.to_owned(),
+    }
+}
+
+/// `text` cut to at most `max` characters (for previews such as
+/// [`SessionEntry::first_question`]).
+pub fn preview(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => text[..end].to_owned(),
+        None => text.to_owned(),
+    }
+}
 
 /// `question/requested`: a question is waiting. Replayed with the same id on
 /// every stream open while it waits.
@@ -33,6 +153,9 @@ pub struct QuestionRequested {
     pub request: AskRequest,
     /// When the host registered it (Unix milliseconds).
     pub created_at_ms: u64,
+    /// Who asked, when the host knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<AskedBy>,
 }
 
 /// How a question stopped waiting.
@@ -71,6 +194,10 @@ pub struct QuestionResolved {
     pub id: String,
     /// How it ended.
     pub outcome: Outcome,
+    /// What the transcript keeps of it. The host always sends it; optional
+    /// only so frames of older hosts still parse.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<TranscriptRecord>,
 }
 
 /// `question/detached` and `question/attached`: which question changed.
@@ -106,6 +233,144 @@ pub struct MessageCreated {
     pub role: Role,
     /// The text, shown as sent.
     pub text: String,
+    /// When the host took it (Unix milliseconds); 0 in frames of older hosts.
+    #[serde(default)]
+    pub at_ms: u64,
+}
+
+/// What the transcript keeps of a resolved question.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TranscriptRecord {
+    /// The question's id.
+    pub id: String,
+    /// What was asked.
+    pub request: AskRequest,
+    /// Who asked, when the host knew.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<AskedBy>,
+    /// When the host registered it (Unix milliseconds).
+    pub created_at_ms: u64,
+    /// When it stopped waiting (Unix milliseconds).
+    pub resolved_at_ms: u64,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The normalised answer (with its `note`); present exactly when
+    /// `outcome` is [`Outcome::Answered`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerBatch>,
+}
+
+/// One entry of a session's transcript.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TranscriptEntry {
+    /// `{"kind": "message", "id", "role", "text", "at_ms"}`
+    Message(MessageCreated),
+    /// `{"kind": "record", "id", "request", …}`
+    Record(TranscriptRecord),
+}
+
+impl TranscriptEntry {
+    /// When it happened (a message's `at_ms`, a record's `resolved_at_ms`).
+    pub fn at_ms(&self) -> u64 {
+        match self {
+            TranscriptEntry::Message(message) => message.at_ms,
+            TranscriptEntry::Record(record) => record.resolved_at_ms,
+        }
+    }
+}
+
+/// The body of `GET /api/sessions/{session}/transcript`: the most recent
+/// entries (at most [`crate::limits::MAX_TRANSCRIPT_ENTRIES`]), oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Transcript {
+    /// Messages and records in time order.
+    pub entries: Vec<TranscriptEntry>,
+}
+
+/// One session of `GET /api/sessions` and of `inbox/changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEntry {
+    /// The session id.
+    pub id: String,
+    /// How many questions wait in it.
+    pub pending: u32,
+    /// When something last happened in it (Unix milliseconds).
+    pub last_activity_ms: u64,
+    /// The most recent asker in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<AskedBy>,
+    /// The oldest pending question's text, at most
+    /// [`MAX_FIRST_QUESTION_CHARS`] characters (see [`preview`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_question: Option<String>,
+}
+
+impl SessionEntry {
+    /// The order of `GET /api/sessions`: sessions with pending questions
+    /// first, then the most recently active, then by id.
+    pub fn urgency_order(&self, other: &Self) -> std::cmp::Ordering {
+        (other.pending > 0)
+            .cmp(&(self.pending > 0))
+            .then(other.last_activity_ms.cmp(&self.last_activity_ms))
+            .then_with(|| self.id.cmp(&other.id))
+    }
+
+    /// Cuts a question's text to what `first_question` holds.
+    pub fn first_question_of(text: &str) -> String {
+        preview(text, MAX_FIRST_QUESTION_CHARS)
+    }
+}
+
+/// The body of `GET /api/sessions` and the data of `inbox/changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SessionList {
+    /// Most urgent first (see [`SessionEntry::urgency_order`]).
+    pub sessions: Vec<SessionEntry>,
+}
+
+/// One event of the inbox stream (`GET /api/events`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InboxEvent {
+    /// `inbox/changed`
+    Changed(SessionList),
+}
+
+impl InboxEvent {
+    /// The SSE event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            InboxEvent::Changed(_) => INBOX_CHANGED,
+        }
+    }
+
+    /// The SSE data: the payload as compact JSON.
+    pub fn data(&self) -> String {
+        let json = match self {
+            InboxEvent::Changed(list) => serde_json::to_string(list),
+        };
+        json.expect("wire payloads always serialise")
+    }
+
+    /// Reads an event from its SSE name and data; `None` for an unknown name
+    /// or data that does not parse.
+    pub fn parse(name: &str, data: &str) -> Option<Self> {
+        let mut json = serde_json::Deserializer::from_str(data);
+        let event = Self::from_deserializer(name, &mut json)?;
+        json.end().ok()?;
+        Some(event)
+    }
+
+    /// [`InboxEvent::parse`] from any serde deserializer of the data.
+    pub fn from_deserializer<'de, D: serde::Deserializer<'de>>(
+        name: &str,
+        data: D,
+    ) -> Option<Self> {
+        match name {
+            INBOX_CHANGED => Some(InboxEvent::Changed(Deserialize::deserialize(data).ok()?)),
+            _ => None,
+        }
+    }
 }
 
 /// One event of a session's stream.
@@ -197,6 +462,9 @@ pub struct PendingQuestion {
     pub request: AskRequest,
     /// When the host registered it (Unix milliseconds).
     pub created_at_ms: u64,
+    /// Who asked, when the host knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<AskedBy>,
 }
 
 /// The body of `GET /api/sessions/{session}/questions`.

@@ -208,7 +208,7 @@ fn request_and_batch() -> impl Strategy<Value = (AskRequest, AnswerBatch)> {
             .prop_shuffle();
         (
             Just(request),
-            answers.prop_map(|answers| AnswerBatch { answers }),
+            answers.prop_map(AnswerBatch::new),
         )
     })
 }

@@ -250,6 +250,7 @@ fn a_message_frame_does_not_touch_the_questionnaire() {
             id: "m1".into(),
             role: Role::Agent,
             text: "hi".into(),
+            at_ms: 0,
         })),
     );
     assert!(fx.is_empty());

@@ -15,10 +15,12 @@ fn events() -> Vec<SessionEvent> {
             session: "default".into(),
             request: request(),
             created_at_ms: 1_700_000_000_000,
+            asked_by: None,
         }),
         SessionEvent::QuestionResolved(QuestionResolved {
             id: "q-1".into(),
             outcome: Outcome::Cancelled,
+            record: None,
         }),
         SessionEvent::SessionSynced(SessionSynced {
             pending: vec!["q-2".into()],
@@ -27,6 +29,7 @@ fn events() -> Vec<SessionEvent> {
             id: "m-1".into(),
             role: Role::User,
             text: "hi".into(),
+            at_ms: 0,
         }),
         SessionEvent::QuestionDetached(QuestionRef { id: "q-2".into() }),
         SessionEvent::QuestionAttached(QuestionRef { id: "q-2".into() }),
@@ -68,7 +71,10 @@ fn event_data_uses_the_exact_field_names() {
     );
     assert_eq!(data[1], json!({"id": "q-1", "outcome": "cancelled"}));
     assert_eq!(data[2], json!({"pending": ["q-2"]}));
-    assert_eq!(data[3], json!({"id": "m-1", "role": "user", "text": "hi"}));
+    assert_eq!(
+        data[3],
+        json!({"id": "m-1", "role": "user", "text": "hi", "at_ms": 0})
+    );
     assert_eq!(data[4], json!({"id": "q-2"}));
     assert_eq!(data[5], json!({"id": "q-2"}));
 }

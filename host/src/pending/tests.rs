@@ -185,6 +185,7 @@ fn requested(id: &str) -> SessionEvent {
         session: String::new(),
         request: request(0),
         created_at_ms: 0,
+        asked_by: None,
     })
 }
 
@@ -192,6 +193,7 @@ fn resolved(id: &str, outcome: Outcome) -> SessionEvent {
     SessionEvent::QuestionResolved(QuestionResolved {
         id: id.to_owned(),
         outcome,
+        record: None,
     })
 }
 

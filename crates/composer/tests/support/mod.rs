@@ -88,6 +88,7 @@ pub fn requested(id: &str, created_at_ms: u64, json: &str) -> SessionEvent {
         session: "default".into(),
         request: AskRequest::from_json(json).expect("a valid test request"),
         created_at_ms,
+        asked_by: None,
     })
 }
 
@@ -96,6 +97,7 @@ pub fn resolved(id: &str, outcome: Outcome) -> SessionEvent {
     SessionEvent::QuestionResolved(QuestionResolved {
         id: id.into(),
         outcome,
+        record: None,
     })
 }
 

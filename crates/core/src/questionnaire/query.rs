@@ -159,7 +159,7 @@ impl PendingRequest {
             .zip(&self.drafts.items)
             .map(|(question, draft)| answer_of(question, draft))
             .collect();
-        AnswerBatch { answers }.normalize(&self.request)
+        AnswerBatch::new(answers).normalize(&self.request)
     }
 }
 

@@ -59,6 +59,7 @@ pub fn requested(id: &str, created_at_ms: u64, request: AskRequest) -> Action {
         session: "default".to_owned(),
         request,
         created_at_ms,
+        asked_by: None,
     }))
 }
 
@@ -67,6 +68,7 @@ pub fn resolved(id: &str, outcome: Outcome) -> Action {
     Action::FrameReceived(SessionEvent::QuestionResolved(QuestionResolved {
         id: id.to_owned(),
         outcome,
+        record: None,
     }))
 }
 
