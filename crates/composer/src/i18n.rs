@@ -126,12 +126,24 @@ pub struct Texts {
     pub unanswered: &'static str,
     /// Prefix of a request that breaks core's rules and cannot be shown.
     pub cannot_show: &'static str,
+    /// Button: write a message in place of finishing the batch.
+    pub reply_instead: &'static str,
+    /// The reply box's name.
+    pub your_reply: &'static str,
+    /// The reply box's placeholder.
+    pub reply_placeholder: &'static str,
+    /// Button: send the reply.
+    pub send_reply: &'static str,
+    /// Button: close the reply box.
+    pub back_to_questions: &'static str,
     progress: fn(usize, usize) -> String,
     too_many_pending: fn(usize) -> String,
     waiting: fn(usize) -> String,
     incomplete: fn(usize) -> String,
     step: fn(usize) -> String,
     resolved: fn(Option<Outcome>) -> &'static str,
+    asked_by: fn(&str) -> String,
+    record_outcome: fn(Outcome) -> &'static str,
 }
 
 impl Texts {
@@ -158,6 +170,16 @@ impl Texts {
     /// A request went away without this tab resolving it.
     pub fn resolved(&self, outcome: Option<Outcome>) -> &'static str {
         (self.resolved)(outcome)
+    }
+
+    /// Who asked, e.g. "asked by Claude Code".
+    pub fn asked_by(&self, name: &str) -> String {
+        (self.asked_by)(name)
+    }
+
+    /// How a resolved batch ended, in the transcript ("Cancelled", …).
+    pub fn record_outcome(&self, outcome: Outcome) -> &'static str {
+        (self.record_outcome)(outcome)
     }
 
     /// A request arrived while the page already holds `limit` of them.
@@ -203,6 +225,11 @@ static EN: Texts = Texts {
     answered: "answered",
     unanswered: "not answered yet",
     cannot_show: "A question from the agent cannot be shown:",
+    reply_instead: "Reply instead",
+    your_reply: "Your reply",
+    reply_placeholder: "Write to the agent instead of answering; what you answered so far is sent too",
+    send_reply: "Send reply",
+    back_to_questions: "Back to the questions",
     progress: |current, total| format!("{current} of {total}"),
     too_many_pending: |limit| {
         format!(
@@ -222,6 +249,14 @@ static EN: Texts = Texts {
         }
         Some(Outcome::Timeout) => "This request timed out.",
         None => "This request was already resolved elsewhere.",
+    },
+    asked_by: |name| format!("asked by {name}"),
+    record_outcome: |outcome| match outcome {
+        Outcome::Answered => "Answered",
+        Outcome::Cancelled => "Cancelled",
+        Outcome::Timeout => "Timed out",
+        Outcome::Aborted => "The agent stopped waiting",
+        Outcome::Disposed => "The host shut down before an answer",
     },
     waiting: |count| match count {
         1 => "1 more request waiting".to_owned(),
@@ -266,6 +301,11 @@ static ZH: Texts = Texts {
     answered: "已回答",
     unanswered: "尚未回答",
     cannot_show: "智能体的一个问题无法显示：",
+    reply_instead: "改为回复",
+    your_reply: "你的回复",
+    reply_placeholder: "不逐一回答，直接给智能体写一段话；已回答的部分也会一并发送",
+    send_reply: "发送回复",
+    back_to_questions: "返回问题",
     progress: |current, total| format!("第 {current} 题，共 {total} 题"),
     too_many_pending: |limit| {
         format!(
@@ -280,6 +320,14 @@ static ZH: Texts = Texts {
         Some(Outcome::Aborted) | Some(Outcome::Disposed) => "智能体已不再等待此请求。",
         Some(Outcome::Timeout) => "此请求已超时。",
         None => "此请求已在别处处理。",
+    },
+    asked_by: |name| format!("{name} 提问"),
+    record_outcome: |outcome| match outcome {
+        Outcome::Answered => "已回答",
+        Outcome::Cancelled => "已取消",
+        Outcome::Timeout => "已超时",
+        Outcome::Aborted => "智能体已不再等待",
+        Outcome::Disposed => "主机在回答前已关闭",
     },
     waiting: |count| format!("还有 {count} 个请求在等待"),
 };

@@ -1129,3 +1129,60 @@ async fn a_questions_detail_renders_as_markdown_in_the_ordinary_flow() {
             .is_undefined()
     );
 }
+
+#[wasm_bindgen_test]
+async fn reply_instead_sends_the_answers_so_far_and_the_message_and_enter_in_it_never_submits_the_batch()
+ {
+    let page = page_with_batch("r1").await;
+    click(&page.options()[1]); // SQLite, moves to item 2
+    settle().await;
+    click(&page.button("Reply instead"));
+    settle().await;
+    let reply = page.q("[data-auq=reply]");
+    assert_eq!(
+        active().map(|e| e.get_attribute("data-auq")),
+        Some(Some("reply".to_owned())),
+        "focus moves into the reply box"
+    );
+    assert_eq!(accessible_name(&reply), "Your reply");
+    type_into(&reply, "Let us talk first.");
+    settle().await;
+    assert!(
+        !keydown_with(
+            &reply,
+            "Enter",
+            KeyOpts {
+                shift: true,
+                ..KeyOpts::default()
+            }
+        ),
+        "Shift+Enter is a newline"
+    );
+    assert!(
+        !keydown_with(
+            &reply,
+            "Enter",
+            KeyOpts {
+                is_composing: true,
+                ..KeyOpts::default()
+            }
+        ),
+        "Enter while composing confirms the candidate"
+    );
+    settle().await;
+    assert!(host_posts(&page).is_empty(), "{:?}", host_posts(&page));
+    assert!(keydown_with(&reply, "Enter", KeyOpts::default()));
+    settle().await;
+    let posted: Vec<serde_json::Value> = answers(&page.host.posts())
+        .iter()
+        .map(|(id, batch)| serde_json::json!({"id": id, "batch": batch}))
+        .collect();
+    assert_eq!(
+        posted,
+        vec![serde_json::json!({"id": "r1", "batch": {"answers": [
+            {"id": "db", "selected": ["SQLite"]},
+            {"id": "checks", "selected": []},
+            {"id": "name", "selected": []}
+        ], "note": "Let us talk first."}})]
+    );
+}

@@ -86,6 +86,7 @@ pub mod seam;
 pub mod session;
 mod shape;
 pub mod tool;
+pub mod transcript;
 pub mod wire;
 
 pub use answer::{Answer, AnswerBatch};

@@ -206,10 +206,7 @@ fn request_and_batch() -> impl Strategy<Value = (AskRequest, AnswerBatch)> {
             .map(answer_for)
             .collect::<Vec<_>>()
             .prop_shuffle();
-        (
-            Just(request),
-            answers.prop_map(AnswerBatch::new),
-        )
+        (Just(request), answers.prop_map(AnswerBatch::new))
     })
 }
 

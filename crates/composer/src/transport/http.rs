@@ -2,7 +2,7 @@
 //! session's event stream with `EventSource`.
 
 use super::{EventSink, EventStream, LocalFuture, PostError, QuestionTransport, StreamStatus};
-use ask_user_core::wire::{ErrorBody, PostMessage};
+use ask_user_core::wire::{ErrorBody, PostMessage, Transcript};
 use ask_user_core::{AnswerBatch, SessionId};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -132,6 +132,31 @@ impl QuestionTransport for HttpTransport {
 
     fn open_events(&self, sink: EventSink) -> EventStream {
         open_event_source(&self.events_url(), sink)
+    }
+
+    fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
+        let url = format!("{}/transcript", self.session_url());
+        let token = self.token.clone();
+        Box::pin(async move {
+            let mut request = gloo_net::http::Request::get(&url);
+            if let Some(token) = &token {
+                request = request.header("Authorization", &format!("Bearer {token}"));
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| PostError::network(format!("the host could not be reached: {e}")))?;
+            let status = response.status();
+            let text = response.text().await.unwrap_or_default();
+            if !response.ok() {
+                return Err(error_from_body(status, &text));
+            }
+            crate::json::from_str(&text).ok_or_else(|| PostError {
+                status: Some(status),
+                code: None,
+                message: "the transcript did not parse".to_owned(),
+            })
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{EventSink, EventStream, LocalFuture, PostError, QuestionTransport, StreamStatus};
 use ask_user_core::AnswerBatch;
-use ask_user_core::wire::SessionEvent;
+use ask_user_core::wire::{SessionEvent, Transcript};
 use std::rc::Rc;
 
 /// A POST a [`MemoryTransport`] received.
@@ -38,6 +38,7 @@ struct MemoryInner {
     posts: Vec<RecordedPost>,
     replies: std::collections::VecDeque<Result<(), PostError>>,
     replay: Vec<SessionEvent>,
+    transcript: Transcript,
     on_post: Option<PostHook>,
 }
 
@@ -72,6 +73,11 @@ impl MemoryTransport {
     /// Frames every stream open delivers first (the host's replay).
     pub fn set_replay(&self, events: Vec<SessionEvent>) {
         self.inner.borrow_mut().replay = events;
+    }
+
+    /// What `GET …/transcript` answers from now on.
+    pub fn set_transcript(&self, transcript: Transcript) {
+        self.inner.borrow_mut().transcript = transcript;
     }
 
     /// The reply to the next POST (later POSTs succeed unless queued too).
@@ -131,6 +137,11 @@ impl QuestionTransport for MemoryTransport {
         self.record(RecordedPost::Message {
             text: text.to_owned(),
         })
+    }
+
+    fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
+        let transcript = self.inner.borrow().transcript.clone();
+        Box::pin(async move { Ok(transcript) })
     }
 
     fn open_events(&self, sink: EventSink) -> EventStream {

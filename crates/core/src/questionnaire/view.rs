@@ -59,6 +59,17 @@ pub struct RequestView {
     pub progress: Option<Progress>,
     /// The card below the strip.
     pub body: Body,
+    /// The "Reply instead" box, while open.
+    pub reply: Option<ReplyView>,
+}
+
+/// The "Reply instead" box: a message in place of finishing the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyView {
+    /// The text as typed.
+    pub text: String,
+    /// The reply is not blank, so "Send reply" posts it.
+    pub can_send: bool,
 }
 
 /// What a request is doing (`data-status`).
@@ -294,6 +305,10 @@ fn request_view(request: &PendingRequest) -> RequestView {
         chip,
         progress,
         body,
+        reply: request.drafts.reply.as_ref().map(|text| ReplyView {
+            text: text.clone(),
+            can_send: !text.trim().is_empty(),
+        }),
     }
 }
 
