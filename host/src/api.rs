@@ -5,11 +5,13 @@ use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
 use crate::state::{AppState, AskOptions};
 use ask_user_core::wire::{
-    MessageCreated, PendingList, PendingQuestion, PostMessage, Role, StatusBody,
+    AGENT_HEADER, AskedBy, MessageCreated, PendingList, PendingQuestion, PostMessage, Role,
+    StatusBody,
 };
 use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -54,6 +56,7 @@ async fn ask(
     State(state): State<AppState>,
     Session(session): Session,
     query: Result<Query<AskQuery>, QueryRejection>,
+    headers: HeaderMap,
     BodyText(body): BodyText,
 ) -> Result<Json<AnswerBatch>, ApiError> {
     let Query(query) = query
@@ -68,8 +71,13 @@ async fn ask(
         ms => ms.map(Duration::from_millis),
     };
     let request = AskRequest::from_json(&body)?;
+    // Display text only: read as UTF-8 (lossily); a header naming nobody is no asker.
+    let asked_by = headers
+        .get(AGENT_HEADER)
+        .and_then(|value| AskedBy::from_http_header(&String::from_utf8_lossy(value.as_bytes())));
     let options = AskOptions {
         timeout,
+        asked_by,
         ..AskOptions::default()
     };
     // If the agent hangs up, axum drops this future and the provider's guard
@@ -87,7 +95,7 @@ async fn list(State(state): State<AppState>, Session(session): Session) -> Json<
             id: q.id,
             request: q.request,
             created_at_ms: q.created_at_ms,
-            asked_by: None,
+            asked_by: q.asked_by,
         })
         .collect();
     Json(PendingList { pending })

@@ -270,6 +270,15 @@ async fn send(
     }
 }
 
+/// What `ask-user ask` names itself with on the ask (`X-Ask-User-Agent`).
+pub fn agent_header() -> String {
+    format!(
+        "{}/{}",
+        ask_user_core::wire::CLI_ASKER_NAME,
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// One post: the status and body, or the transport's error.
 async fn post(
     client: &reqwest::Client,
@@ -280,6 +289,7 @@ async fn post(
     let mut call = client
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .header(ask_user_core::wire::AGENT_HEADER, agent_header())
         .body(body);
     if let Some(token) = token {
         call = call.bearer_auth(token);

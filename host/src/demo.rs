@@ -8,6 +8,7 @@
 
 use crate::pending::SharedEvent;
 use crate::state::{AppState, AskOptions};
+use ask_user_core::wire::{AskedBy, AskerKind};
 use ask_user_core::wire::{MessageCreated, Role, SessionEvent};
 use ask_user_core::{AnswerBatch, AskRequest, ErrorCode, Question, QuestionOption, SessionId};
 use tokio::sync::broadcast::{self, error::RecvError};
@@ -156,7 +157,18 @@ async fn converse(state: &AppState, session: &SessionId) -> broadcast::Receiver<
     state.post_message(session, Role::Agent, REPLY);
     let request = questions();
     let result = state
-        .ask(session, request.clone(), AskOptions::default())
+        .ask(
+            session,
+            request.clone(),
+            AskOptions {
+                asked_by: AskedBy::new(
+                    AskerKind::Demo,
+                    "ask-user demo",
+                    Some(env!("CARGO_PKG_VERSION")),
+                ),
+                ..AskOptions::default()
+            },
+        )
         .await;
     let events = state.subscribe(session).events;
     let text = match result {

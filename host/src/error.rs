@@ -26,6 +26,12 @@ pub enum ApiError {
         /// The configured limit.
         limit: usize,
     },
+    /// `TOO_MANY_STREAMS` (429): as many inbox streams (`GET /api/events`)
+    /// as the host allows are already open.
+    TooManyStreams {
+        /// The limit.
+        limit: usize,
+    },
     /// `UNAUTHORIZED` (401): the token is missing or wrong.
     Unauthorized,
     /// `TOO_MANY_AUTH_FAILURES` (429, with `Retry-After`): this address
@@ -54,6 +60,7 @@ impl ApiError {
             ApiError::Interaction(error) => status_of(error.code),
             ApiError::TooManyPending { .. }
             | ApiError::TooManySessions { .. }
+            | ApiError::TooManyStreams { .. }
             | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
@@ -69,6 +76,7 @@ impl ApiError {
             ApiError::Interaction(error) => error.code.as_str(),
             ApiError::TooManyPending { .. } => "TOO_MANY_PENDING",
             ApiError::TooManySessions { .. } => "TOO_MANY_SESSIONS",
+            ApiError::TooManyStreams { .. } => "TOO_MANY_STREAMS",
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::AuthThrottled { .. } => "TOO_MANY_AUTH_FAILURES",
             ApiError::Forbidden(_) => "FORBIDDEN",
@@ -88,6 +96,10 @@ impl ApiError {
             ApiError::TooManySessions { limit } => format!(
                 "too many MCP sessions: at most {limit} may be open at once; close one \
                  (DELETE /mcp with its Mcp-Session-Id) or wait for an idle one to expire"
+            ),
+            ApiError::TooManyStreams { limit } => format!(
+                "too many inbox streams: at most {limit} may be open at once; \
+                 close another tab's page or use GET /api/sessions"
             ),
             ApiError::Unauthorized => {
                 "missing or wrong token: send `Authorization: Bearer <token>` \

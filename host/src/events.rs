@@ -147,7 +147,7 @@ mod tests {
         let ids: Vec<String> = (0..5)
             .map(|_| {
                 store
-                    .register("s", request())
+                    .register("s", request(), None)
                     .unwrap()
                     .attachment
                     .id()
@@ -187,7 +187,7 @@ mod tests {
         ));
         stream.next().await.unwrap();
         let id = store
-            .register("s", request())
+            .register("s", request(), None)
             .unwrap()
             .attachment
             .id()

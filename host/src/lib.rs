@@ -29,6 +29,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod inbox;
 pub mod mcp;
 pub mod pages;
 pub mod pending;
@@ -36,6 +37,7 @@ pub mod provider;
 pub mod security;
 pub mod server;
 pub mod state;
+pub mod transcript;
 
 pub use error::ApiError;
 pub use pending::{MemoryStore, PendingStore, Resolution, SharedEvent, Subscription};
@@ -61,6 +63,7 @@ pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn app(state: AppState) -> Router {
     let api = api::router()
         .merge(events::router())
+        .merge(inbox::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
         .route("/api/health", get(api::health))

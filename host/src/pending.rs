@@ -20,9 +20,12 @@
 //! The table sits behind [`PendingStore`] so a shared store can replace process
 //! memory without touching the routes.
 
+use crate::transcript::{LogLimits, SessionLogs};
+use ask_user_core::limits::{LISTED_SESSION_IDLE_MS, MAX_LISTED_SESSIONS};
 use ask_user_core::wire::{
-    MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved, Role, SessionEvent,
-    SessionSynced,
+    AskedBy, MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved, Role,
+    SessionEntry, SessionEvent, SessionList, SessionSynced, Transcript, TranscriptEntry,
+    TranscriptRecord,
 };
 use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
 use std::collections::hash_map::RandomState;
@@ -30,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::{Notify, broadcast, oneshot};
+use tokio::sync::{Notify, broadcast, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -129,9 +132,14 @@ pub struct Subscription {
 pub trait PendingStore: Send + Sync + 'static {
     /// Attaches to the oldest detached question or held resolution of
     /// `session` whose request equals `request` (validated), else registers a
-    /// new question and broadcasts `question/requested`; a reattached
-    /// question broadcasts `question/attached`.
-    fn register(&self, session: &str, request: AskRequest) -> Result<Registered, RegisterError>;
+    /// new question asked by `asked_by` and broadcasts `question/requested`;
+    /// a reattached question broadcasts `question/attached`.
+    fn register(
+        &self,
+        session: &str,
+        request: AskRequest,
+        asked_by: Option<AskedBy>,
+    ) -> Result<Registered, RegisterError>;
 
     /// The call holding `attachment` goes away without having read `waiter`.
     /// If the question still waits on it, `how` decides: abort it, or detach
@@ -190,8 +198,21 @@ pub trait PendingStore: Send + Sync + 'static {
     /// Subscribes to `session` and takes the replay in the same step.
     fn subscribe(&self, session: &str) -> Subscription;
 
-    /// Broadcasts a transcript message to `session`'s subscribers.
+    /// Keeps a transcript message in `session` and broadcasts it to its
+    /// subscribers.
     fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated;
+
+    /// `session`'s transcript: its most recent messages and records of
+    /// resolved questions, oldest first.
+    fn transcript(&self, session: &str) -> Transcript;
+
+    /// The sessions with pending questions or activity within
+    /// [`LISTED_SESSION_IDLE_MS`] of `now_ms`, most urgent first, at most
+    /// [`MAX_LISTED_SESSIONS`].
+    fn sessions(&self, now_ms: u64) -> SessionList;
+
+    /// Marked changed whenever [`PendingStore::sessions`] may have changed.
+    fn inbox(&self) -> watch::Receiver<()>;
 
     /// Forgets `session`'s broadcast when nothing waits there and nobody listens.
     fn release(&self, session: &str);
@@ -227,7 +248,8 @@ pub fn random_id(prefix: &str) -> String {
     format!("{prefix}{:032x}", rand::random::<u128>())
 }
 
-fn now_ms() -> u64 {
+/// Now, in Unix milliseconds.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -397,6 +419,10 @@ struct Table {
     /// id → (session, how it ended) of recently resolved questions, bounded.
     recent: HashMap<String, (String, Ended)>,
     recent_order: VecDeque<String>,
+    /// Transcripts and activity per session.
+    logs: SessionLogs,
+    /// Marked on every change the session list shows.
+    inbox: watch::Sender<()>,
 }
 
 impl Table {
@@ -412,6 +438,8 @@ impl Table {
             deadlines: BTreeMap::new(),
             recent: HashMap::new(),
             recent_order: VecDeque::new(),
+            logs: SessionLogs::new(LogLimits::default()),
+            inbox: watch::channel(()).0,
         }
     }
 
@@ -427,8 +455,20 @@ impl Table {
         self.next_attachment
     }
 
-    /// Removes a pending entry and reports how it ended to the session's streams.
+    /// Removes a pending entry, keeps its record in the transcript and
+    /// reports how it ended (with the record) to the session's streams.
     fn resolve(&mut self, session: &str, id: &str, ended: Ended) -> Option<Entry> {
+        self.resolve_with(session, id, ended, None)
+    }
+
+    /// [`Table::resolve`] with the answer the record keeps (when answered).
+    fn resolve_with(
+        &mut self,
+        session: &str,
+        id: &str,
+        ended: Ended,
+        answer: Option<&AnswerBatch>,
+    ) -> Option<Entry> {
         let slot = self.sessions.get_mut(session)?;
         let entry = slot.entries.remove(id)?;
         slot.order.remove(&entry.seq);
@@ -436,11 +476,23 @@ impl Table {
             slot.unindex(entry.key, entry.seq);
             self.deadlines.remove(&(until, entry.seq));
         }
+        let asked = question(&entry.event);
+        let record = TranscriptRecord {
+            id: id.to_owned(),
+            request: asked.request.clone(),
+            asked_by: asked.asked_by.clone(),
+            created_at_ms: asked.created_at_ms,
+            resolved_at_ms: now_ms(),
+            outcome: ended.outcome(),
+            answer: answer.filter(|_| ended == Ended::Answered).cloned(),
+        };
         slot.send(SessionEvent::QuestionResolved(QuestionResolved {
             id: id.to_owned(),
             outcome: ended.outcome(),
-            record: None,
+            record: Some(record.clone()),
         }));
+        self.logs.push(session, TranscriptEntry::Record(record));
+        self.inbox.send_replace(());
         self.pending -= 1;
         self.forget_if_idle(session);
         self.remember(id, session, ended);
@@ -642,7 +694,12 @@ impl MemoryStore {
 }
 
 impl PendingStore for MemoryStore {
-    fn register(&self, session: &str, request: AskRequest) -> Result<Registered, RegisterError> {
+    fn register(
+        &self,
+        session: &str,
+        request: AskRequest,
+        asked_by: Option<AskedBy>,
+    ) -> Result<Registered, RegisterError> {
         let key = self.key_of(&request);
         let (reply, waiter) = oneshot::channel();
         let mut table = self.lock();
@@ -704,12 +761,15 @@ impl PendingStore for MemoryStore {
             });
         }
         let id = random_id("q_");
+        let created_at_ms = now_ms();
+        table.logs.touch(session, created_at_ms, asked_by.as_ref());
+        table.inbox.send_replace(());
         let event = Arc::new(SessionEvent::QuestionRequested(QuestionRequested {
             id: id.clone(),
             session: session.to_owned(),
             request,
-            created_at_ms: now_ms(),
-            asked_by: None,
+            created_at_ms,
+            asked_by,
         }));
         let seq = table.next_seq;
         table.next_seq += 1;
@@ -803,7 +863,7 @@ impl PendingStore for MemoryStore {
         let answer = answer.normalize(&question(&event).request)?;
         let mut table = self.lock();
         let entry = table
-            .resolve(session, id, Ended::Answered)
+            .resolve_with(session, id, Ended::Answered, Some(&answer))
             .ok_or_else(|| table.not_pending(session, id))?;
         table.deliver(session, entry, Resolution::Answered(answer), self.grace());
         self.grace_started.notify_one();
@@ -902,13 +962,76 @@ impl PendingStore for MemoryStore {
             id: random_id("m_"),
             role,
             text,
-            at_ms: 0,
+            at_ms: now_ms(),
         };
-        let table = self.lock();
+        let mut table = self.lock();
         if let Some(slot) = table.sessions.get(session) {
             slot.send(SessionEvent::MessageCreated(message.clone()));
         }
+        table
+            .logs
+            .push(session, TranscriptEntry::Message(message.clone()));
+        table.inbox.send_replace(());
         message
+    }
+
+    fn transcript(&self, session: &str) -> Transcript {
+        self.lock().logs.transcript(session)
+    }
+
+    fn sessions(&self, now_ms: u64) -> SessionList {
+        let table = self.lock();
+        let mut sessions: Vec<SessionEntry> = Vec::new();
+        for (name, slot) in &table.sessions {
+            let Some(oldest) = slot.order.values().next() else {
+                continue;
+            };
+            let oldest = question(&slot.entries[oldest].event);
+            let newest = slot
+                .order
+                .values()
+                .next_back()
+                .map(|id| question(&slot.entries[id].event));
+            let log = table.logs.get(name);
+            sessions.push(SessionEntry {
+                id: name.clone(),
+                pending: u32::try_from(slot.order.len()).unwrap_or(u32::MAX),
+                last_activity_ms: log
+                    .map_or(0, |log| log.last_activity_ms)
+                    .max(newest.map_or(0, |q| q.created_at_ms)),
+                asked_by: log
+                    .and_then(|log| log.asked_by.clone())
+                    .or_else(|| newest.and_then(|q| q.asked_by.clone())),
+                first_question: oldest
+                    .request
+                    .questions
+                    .first()
+                    .map(|q| SessionEntry::first_question_of(&q.question)),
+            });
+        }
+        for (name, log) in table.logs.iter() {
+            let has_pending = table
+                .sessions
+                .get(name)
+                .is_some_and(|slot| !slot.order.is_empty());
+            if has_pending || now_ms.saturating_sub(log.last_activity_ms) > LISTED_SESSION_IDLE_MS {
+                continue;
+            }
+            sessions.push(SessionEntry {
+                id: name.to_owned(),
+                pending: 0,
+                last_activity_ms: log.last_activity_ms,
+                asked_by: log.asked_by.clone(),
+                first_question: None,
+            });
+        }
+        sessions.sort_by(SessionEntry::urgency_order);
+        sessions.truncate(MAX_LISTED_SESSIONS);
+        SessionList { sessions }
+    }
+
+    fn inbox(&self) -> watch::Receiver<()> {
+        self.lock().inbox.subscribe()
     }
 
     fn release(&self, session: &str) {

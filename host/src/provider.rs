@@ -105,7 +105,10 @@ impl UserInteractionProvider for WebProvider {
                 attachment,
                 waiter,
                 found,
-            } = self.store.register(session, request).map_err(refusal)?;
+            } = self
+                .store
+                .register(session, request, context.asked_by.clone())
+                .map_err(refusal)?;
             tracing::debug!(session, id = attachment.id(), ?found, "question presented");
             context.presented.set(attachment.id());
             let id = attachment.id().to_owned();

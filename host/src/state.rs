@@ -8,7 +8,7 @@ use crate::pending::{
     DEFAULT_DETACH_GRACE, MemoryStore, PendingStore, StoreConfig, Subscription, spawn_grace_timer,
 };
 use crate::provider::{WebProvider, no_room};
-use ask_user_core::wire::{MessageCreated, Role};
+use ask_user_core::wire::{AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
     SessionId, UserInteraction, UserInteractionError,
@@ -94,6 +94,8 @@ pub struct AskOptions {
     pub abort: AbortSignal,
     /// Receives the id of the question the person sees.
     pub presented: PresentedAs,
+    /// Who asks (shown with the question).
+    pub asked_by: Option<AskedBy>,
 }
 
 struct Inner {
@@ -104,6 +106,7 @@ struct Inner {
     shutdown: CancellationToken,
     guard: crate::security::Guard,
     mcp: McpLifecycle,
+    inbox_streams: Arc<tokio::sync::Semaphore>,
 }
 
 /// Everything the routes share; cheap to clone.
@@ -151,6 +154,9 @@ impl AppState {
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
                 mcp: McpLifecycle::default(),
+                inbox_streams: Arc::new(tokio::sync::Semaphore::new(
+                    crate::inbox::MAX_INBOX_STREAMS,
+                )),
             }),
         }
     }
@@ -163,6 +169,11 @@ impl AppState {
     /// This run's cookie and the throttle of wrong tokens.
     pub fn guard(&self) -> &crate::security::Guard {
         &self.inner.guard
+    }
+
+    /// The open inbox streams' permits (see [`crate::inbox::MAX_INBOX_STREAMS`]).
+    pub fn inbox_streams(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.inner.inbox_streams
     }
 
     /// The pending table.
@@ -206,7 +217,8 @@ impl AppState {
         let context = AskContext::new(options.abort)
             .in_session(session.clone())
             .with_timeout(options.timeout)
-            .reporting_to(options.presented);
+            .reporting_to(options.presented)
+            .asked_by(options.asked_by);
         let limit = self.inner.store.max_kept();
         match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.

@@ -71,6 +71,8 @@ pub struct AskContext {
     pub timeout: Option<Duration>,
     /// Where the provider reports the id it presented the question under.
     pub presented: PresentedAs,
+    /// Who asks, as the transport learnt it (shown to the person).
+    pub asked_by: Option<crate::wire::AskedBy>,
 }
 
 impl AskContext {
@@ -91,6 +93,12 @@ impl AskContext {
     /// The same context with a timeout.
     pub fn with_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// The same context naming who asks.
+    pub fn asked_by(mut self, asked_by: Option<crate::wire::AskedBy>) -> Self {
+        self.asked_by = asked_by;
         self
     }
 

@@ -25,6 +25,7 @@ use crate::state::{AppState, AskOptions};
 use ask_user_core::tool::{
     TOOL_DESCRIPTION, TOOL_NAME, WAITING_STATUS, input_schema, render_error, render_waiting,
 };
+use ask_user_core::wire::{AskedBy, AskerKind};
 use ask_user_core::{AbortController, AnswerBatch, AskRequest, PresentedAs, SessionId};
 use axum::http::request::Parts;
 use rmcp::model::{
@@ -192,6 +193,7 @@ impl AskUserServer {
         let options = AskOptions {
             abort: abort.signal(),
             presented: presented.clone(),
+            asked_by: asked_by(context),
             ..AskOptions::default()
         };
         let started = Instant::now();
@@ -272,7 +274,12 @@ impl AskUserServer {
     /// Starts the ask as an MCP task (SEP-2663) and returns the task at once.
     /// The task is not tied to the connection or session that created it;
     /// `tasks/cancel` aborts its question.
-    fn start_task(&self, session: SessionId, request: AskRequest) -> CallToolResponse {
+    fn start_task(
+        &self,
+        session: SessionId,
+        request: AskRequest,
+        asked_by: Option<AskedBy>,
+    ) -> CallToolResponse {
         let lifecycle = self.state.mcp_lifecycle();
         let _one_at_a_time = lifecycle
             .task_spawning
@@ -295,6 +302,7 @@ impl AskUserServer {
                 let abort = AbortController::new();
                 let options = AskOptions {
                     abort: abort.signal(),
+                    asked_by,
                     ..AskOptions::default()
                 };
                 let mut ask = pin!(state.ask(&session, request, options));
@@ -311,6 +319,23 @@ impl AskUserServer {
         });
         CallToolResponse::Task(CreateTaskResult::new(task))
     }
+}
+
+/// Who calls, from the MCP client's `clientInfo`: the request's own
+/// (`_meta`, SEP-2575), else the session's `initialize`. A stateless request
+/// without either carries rmcp's placeholder, which names nobody.
+fn asked_by(context: &RequestContext<RoleServer>) -> Option<AskedBy> {
+    let info = context
+        .meta
+        .client_info()
+        .or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|peer| peer.client_info.clone())
+        })
+        .filter(|info| *info != Implementation::default())?;
+    AskedBy::new(AskerKind::Mcp, &info.name, Some(&info.version))
 }
 
 /// Sleeps for `budget`, or forever without one.
@@ -380,7 +405,7 @@ impl ServerHandler for AskUserServer {
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.supports_tasks());
         if wants_task {
-            return Ok(self.start_task(session, request));
+            return Ok(self.start_task(session, request, asked_by(&context)));
         }
         Ok(self.wait(session, request, &context).await.into())
     }

@@ -164,6 +164,18 @@ impl Watcher {
                         ) => {
                             assert_eq!(got.id, want.id);
                         }
+                        (
+                            SessionEvent::QuestionResolved(got),
+                            SessionEvent::QuestionResolved(want),
+                        ) => {
+                            assert_eq!((&got.id, got.outcome), (&want.id, want.outcome));
+                            let record = got
+                                .record
+                                .as_ref()
+                                .expect("a resolved frame has its record");
+                            assert_eq!((&record.id, record.outcome), (&got.id, got.outcome));
+                            assert_eq!(record.answer.is_some(), got.outcome == Outcome::Answered);
+                        }
                         (got, want) => assert_eq!(got, want),
                     }
                 }
@@ -237,7 +249,7 @@ proptest! {
         for op in ops {
             match op {
                 Op::Register(session, variant) => {
-                    let result = store.register(SESSIONS[session], request(variant));
+                    let result = store.register(SESSIONS[session], request(variant), None);
                     match model.reattachable(session, variant) {
                         Some(i) => {
                             let registered = result.unwrap();
@@ -474,7 +486,7 @@ proptest! {
         }
         prop_assert_eq!(store.pending_count(), 0);
         prop_assert_eq!(store.held_count(), 0);
-        prop_assert_eq!(store.register("s0", request(0)).unwrap_err(), RegisterError::ShuttingDown);
+        prop_assert_eq!(store.register("s0", request(0), None).unwrap_err(), RegisterError::ShuttingDown);
     }
 }
 
@@ -487,7 +499,7 @@ fn an_idle_session_is_forgotten_once_its_last_subscriber_leaves() {
     store.release("s");
     assert_eq!(store.lock().sessions.len(), 0);
 
-    let registered = store.register("s", request(0)).unwrap();
+    let registered = store.register("s", request(0), None).unwrap();
     store.release("s");
     assert_eq!(
         store.lock().sessions.len(),
@@ -502,7 +514,7 @@ fn an_idle_session_is_forgotten_once_its_last_subscriber_leaves() {
 fn remembered_resolutions_are_bounded() {
     let store = MemoryStore::new();
     for _ in 0..REMEMBERED_RESOLUTIONS + 10 {
-        let registered = store.register("s", request(0)).unwrap();
+        let registered = store.register("s", request(0), None).unwrap();
         store.cancel("s", registered.attachment.id()).unwrap();
     }
     let table = store.lock();
@@ -513,11 +525,11 @@ fn remembered_resolutions_are_bounded() {
 #[test]
 fn a_late_explicit_end_aborts_a_detached_question_but_not_one_asked_for_again() {
     let store = store();
-    let first = store.register("s", request(0)).unwrap();
+    let first = store.register("s", request(0), None).unwrap();
     let id = first.attachment.id().to_owned();
     assert!(!store.abort_detached("s", &id), "attached: kept");
     store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
-    let again = store.register("s", request(0)).unwrap();
+    let again = store.register("s", request(0), None).unwrap();
     assert_eq!(again.found, Found::Reattached);
     assert!(!store.abort_detached("s", &id), "attached again: kept");
     store.let_go("s", again.attachment, again.waiter, LetGo::Detach);
@@ -532,8 +544,8 @@ fn a_late_explicit_end_aborts_a_detached_question_but_not_one_asked_for_again() 
 #[test]
 fn an_identical_ask_while_the_first_is_attached_is_a_new_question() {
     let store = store();
-    let first = store.register("s", request(0)).unwrap();
-    let second = store.register("s", request(0)).unwrap();
+    let first = store.register("s", request(0), None).unwrap();
+    let second = store.register("s", request(0), None).unwrap();
     assert_eq!(second.found, Found::New);
     assert_ne!(first.attachment.id(), second.attachment.id());
 }
@@ -542,18 +554,18 @@ fn an_identical_ask_while_the_first_is_attached_is_a_new_question() {
 fn a_detached_question_counts_against_the_limit_and_a_reattach_needs_no_room() {
     let store = store();
     let calls: Vec<Registered> = (0..MAX_KEPT)
-        .map(|_| store.register("s", request(0)).unwrap())
+        .map(|_| store.register("s", request(0), None).unwrap())
         .collect();
     let mut calls = calls.into_iter();
     let first = calls.next().unwrap();
     let id = first.attachment.id().to_owned();
     store.let_go("s", first.attachment, first.waiter, LetGo::Detach);
     assert_eq!(
-        store.register("s", request(1)).unwrap_err(),
+        store.register("s", request(1), None).unwrap_err(),
         RegisterError::TooManyPending { limit: MAX_KEPT },
         "the detached question still takes its slot"
     );
-    let again = store.register("s", request(0)).unwrap();
+    let again = store.register("s", request(0), None).unwrap();
     assert_eq!(again.found, Found::Reattached);
     assert_eq!(again.attachment.id(), id);
 }
@@ -567,7 +579,7 @@ async fn the_grace_timer_ends_a_detached_question_when_its_grace_runs_out() {
     let shutdown = CancellationToken::new();
     let timer = spawn_grace_timer(store.clone(), shutdown.clone());
     let mut events = store.subscribe("s").events;
-    let registered = store.register("s", request(0)).unwrap();
+    let registered = store.register("s", request(0), None).unwrap();
     let id = registered.attachment.id().to_owned();
     store.let_go("s", registered.attachment, registered.waiter, LetGo::Detach);
 
@@ -595,7 +607,7 @@ async fn the_grace_timer_ends_a_detached_question_when_its_grace_runs_out() {
     );
 
     // A held answer runs out the same way.
-    let registered = store.register("s", request(0)).unwrap();
+    let registered = store.register("s", request(0), None).unwrap();
     let id = registered.attachment.id().to_owned();
     store.let_go("s", registered.attachment, registered.waiter, LetGo::Detach);
     store.claim("s", &id, answer("a")).unwrap();

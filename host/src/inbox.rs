@@ -1,0 +1,177 @@
+//! The person's inbox across sessions: `GET /api/sessions` (the session
+//! list), `GET /api/events` (the list again whenever it changes, as
+//! `inbox/changed` frames) and `GET /api/sessions/{session}/transcript`.
+//! Behind the token, Host and Origin checks like the rest of `/api`.
+
+use crate::error::ApiError;
+use crate::extract::Session;
+use crate::pending::{PendingStore, now_ms};
+use crate::state::AppState;
+use ask_user_core::limits::INBOX_COALESCE_MS;
+use ask_user_core::wire::{InboxEvent, SessionList, Transcript};
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::routing::get;
+use axum::{Json, Router};
+use futures_util::{Stream, stream};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The most inbox streams open at once (a browser keeps one for all its
+/// tabs); one more is refused with 429 `TOO_MANY_STREAMS`.
+pub const MAX_INBOX_STREAMS: usize = 32;
+
+/// The least time between two `inbox/changed` frames of one stream.
+pub const COALESCE: Duration = Duration::from_millis(INBOX_COALESCE_MS);
+
+/// The routes (need the token).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{session}/transcript", get(transcript))
+        .route("/api/events", get(events))
+}
+
+/// `GET /api/sessions` → `{"sessions": [...]}`, most urgent first.
+async fn sessions(State(state): State<AppState>) -> Json<SessionList> {
+    Json(state.store().sessions(now_ms()))
+}
+
+/// `GET /api/sessions/{session}/transcript` → `{"entries": [...]}`, oldest first.
+async fn transcript(State(state): State<AppState>, Session(session): Session) -> Json<Transcript> {
+    Json(state.store().transcript(session.as_str()))
+}
+
+/// `GET /api/events`: `inbox/changed` on open and after every change.
+async fn events(
+    State(state): State<AppState>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let permit = state
+        .inbox_streams()
+        .clone()
+        .try_acquire_owned()
+        .map_err(|_| ApiError::TooManyStreams {
+            limit: MAX_INBOX_STREAMS,
+        })?;
+    let stream = inbox_events(state.store().clone(), state.shutdown_token(), permit);
+    let stream = futures_util::StreamExt::map(stream, |event| {
+        Ok(Event::default().event(event.name()).data(event.data()))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(crate::events::KEEP_ALIVE)))
+}
+
+struct Cursor {
+    store: Arc<dyn PendingStore>,
+    changes: watch::Receiver<()>,
+    shutdown: CancellationToken,
+    last: Option<SessionList>,
+    last_sent_at: Option<Instant>,
+    /// Held while the stream is open.
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The session list as a stream: now, then after each change, at most one
+/// frame per [`COALESCE`] and never the same list twice in a row; it ends at
+/// shutdown.
+pub fn inbox_events(
+    store: Arc<dyn PendingStore>,
+    shutdown: CancellationToken,
+    permit: impl Into<Option<OwnedSemaphorePermit>>,
+) -> impl Stream<Item = InboxEvent> + Send + 'static {
+    let changes = store.inbox();
+    let cursor = Cursor {
+        store,
+        changes,
+        shutdown,
+        last: None,
+        last_sent_at: None,
+        _permit: permit.into(),
+    };
+    stream::unfold(cursor, |mut cursor| async move {
+        loop {
+            if cursor.last.is_some() {
+                tokio::select! {
+                    changed = cursor.changes.changed() => changed.ok()?,
+                    () = cursor.shutdown.cancelled() => return None,
+                }
+                if let Some(at) = cursor.last_sent_at {
+                    // Changes meanwhile are folded into the one frame after this.
+                    tokio::select! {
+                        () = tokio::time::sleep_until(at + COALESCE) => {}
+                        () = cursor.shutdown.cancelled() => return None,
+                    }
+                }
+            }
+            cursor.changes.borrow_and_update();
+            let list = cursor.store.sessions(now_ms());
+            if cursor.last.as_ref() == Some(&list) {
+                continue;
+            }
+            cursor.last = Some(list.clone());
+            cursor.last_sent_at = Some(Instant::now());
+            return Some((InboxEvent::Changed(list), cursor));
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pending::MemoryStore;
+    use ask_user_core::AskRequest;
+    use ask_user_core::wire::Role;
+    use futures_util::StreamExt;
+
+    fn request() -> AskRequest {
+        AskRequest::from_json(r#"{"questions": [{"id": "q", "question": "Why?"}]}"#).unwrap()
+    }
+
+    fn pending(event: &InboxEvent) -> Vec<(String, u32)> {
+        let InboxEvent::Changed(list) = event;
+        list.sessions
+            .iter()
+            .map(|s| (s.id.clone(), s.pending))
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_within_the_coalescing_window_arrive_as_one_frame_with_the_latest_list() {
+        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
+        let mut stream = Box::pin(inbox_events(store.clone(), CancellationToken::new(), None));
+        assert_eq!(pending(&stream.next().await.unwrap()), []);
+        let first = store.register("a", request(), None).unwrap();
+        assert_eq!(
+            pending(&stream.next().await.unwrap()),
+            [("a".to_owned(), 1)]
+        );
+        // Three changes at once: one frame, after the window, with all of them.
+        let _second = store.register("b", request(), None).unwrap();
+        store.cancel("a", first.attachment.id()).unwrap();
+        store.post_message("c", Role::Agent, "hello".into());
+        let before = Instant::now();
+        let frame = stream.next().await.unwrap();
+        assert!(Instant::now() >= before + COALESCE - Duration::from_millis(1));
+        let mut sessions = pending(&frame);
+        assert_eq!(
+            sessions.remove(0),
+            ("b".to_owned(), 1),
+            "the waiting one first"
+        );
+        sessions.sort();
+        assert_eq!(sessions, [("a".to_owned(), 0), ("c".to_owned(), 0)]);
+    }
+
+    #[tokio::test]
+    async fn shutdown_ends_the_inbox_stream() {
+        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
+        let shutdown = CancellationToken::new();
+        let mut stream = Box::pin(inbox_events(store, shutdown.clone(), None));
+        stream.next().await.unwrap();
+        shutdown.cancel();
+        assert!(stream.next().await.is_none());
+    }
+}
