@@ -2,7 +2,6 @@
 //! composer ("Message" + "Send"), and [`Conversation`], which puts them and the
 //! question composer together in one keyed composer slot.
 
-use crate::attention::{Waiting, use_attention};
 use crate::composer::{QuestionComposer, key_input};
 use crate::i18n::{Lang, Texts, use_locale};
 use crate::markdown::Markdown;
@@ -290,29 +289,5 @@ pub fn conversation_view(options: MountOptions) -> impl IntoView {
 /// [`Conversation`] over any transport (tests, fixtures).
 pub fn conversation_view_with(transport: Transport) -> impl IntoView {
     let stream = use_question_stream_with(transport);
-    view! { <Conversation stream /> }
-}
-
-/// The page (frontend/): [`Conversation`] over the host's HTTP API, plus the
-/// tab's attention signals (title, favicon badge, app badge), which an embed
-/// leaves alone because the page around it owns its title.
-pub fn page_view(options: MountOptions) -> impl IntoView {
-    let stream = use_question_stream(options.base_url, options.session, options.token);
-    page_of(stream)
-}
-
-/// [`page_view`] over any transport (fixtures, tests).
-pub fn page_view_with(transport: Transport) -> impl IntoView {
-    page_of(use_question_stream_with(transport))
-}
-
-fn page_of(stream: UseQuestionStreamReturn) -> impl IntoView {
-    let shown = stream.session.view();
-    use_attention(Signal::derive(move || {
-        shown.with(|v| Waiting {
-            pending: v.pending(),
-            first_question: v.active.as_ref().map(|a| a.first_question.clone()),
-        })
-    }));
     view! { <Conversation stream /> }
 }

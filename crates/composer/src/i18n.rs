@@ -136,6 +136,16 @@ pub struct Texts {
     pub send_reply: &'static str,
     /// Button: close the reply box.
     pub back_to_questions: &'static str,
+    /// The session list's accessible name.
+    pub sessions: &'static str,
+    /// Button: ask for notification permission.
+    pub notify_me: &'static str,
+    /// Shown once notifications are allowed.
+    pub notifications_on: &'static str,
+    /// Shown when notifications were refused, with how to change it.
+    pub notifications_blocked: &'static str,
+    /// Toggle: a short sound when a question arrives.
+    pub arrival_sound: &'static str,
     progress: fn(usize, usize) -> String,
     too_many_pending: fn(usize) -> String,
     waiting: fn(usize) -> String,
@@ -143,6 +153,8 @@ pub struct Texts {
     step: fn(usize) -> String,
     resolved: fn(Option<Outcome>) -> &'static str,
     asked_by: fn(&str) -> String,
+    someone_asks: fn(Option<&str>) -> String,
+    waiting_count: fn(usize) -> String,
     record_outcome: fn(Outcome) -> &'static str,
 }
 
@@ -175,6 +187,16 @@ impl Texts {
     /// Who asked, e.g. "asked by Claude Code".
     pub fn asked_by(&self, name: &str) -> String {
         (self.asked_by)(name)
+    }
+
+    /// A notification's title: who asks.
+    pub fn someone_asks(&self, name: Option<&str>) -> String {
+        (self.someone_asks)(name)
+    }
+
+    /// A session's waiting count, for screen readers ("2 waiting").
+    pub fn waiting_count(&self, count: usize) -> String {
+        (self.waiting_count)(count)
     }
 
     /// How a resolved batch ended, in the transcript ("Cancelled", …).
@@ -230,6 +252,11 @@ static EN: Texts = Texts {
     reply_placeholder: "Write to the agent instead of answering; what you answered so far is sent too",
     send_reply: "Send reply",
     back_to_questions: "Back to the questions",
+    sessions: "Sessions",
+    notify_me: "Notify me",
+    notifications_on: "Notifications on",
+    notifications_blocked: "Notifications are blocked: allow them for this site in the browser's site settings, then reload.",
+    arrival_sound: "Sound",
     progress: |current, total| format!("{current} of {total}"),
     too_many_pending: |limit| {
         format!(
@@ -251,6 +278,11 @@ static EN: Texts = Texts {
         None => "This request was already resolved elsewhere.",
     },
     asked_by: |name| format!("asked by {name}"),
+    someone_asks: |name| match name {
+        Some(name) => format!("{name} asks"),
+        None => "An agent asks".to_owned(),
+    },
+    waiting_count: |count| format!("{count} waiting"),
     record_outcome: |outcome| match outcome {
         Outcome::Answered => "Answered",
         Outcome::Cancelled => "Cancelled",
@@ -306,6 +338,11 @@ static ZH: Texts = Texts {
     reply_placeholder: "不逐一回答，直接给智能体写一段话；已回答的部分也会一并发送",
     send_reply: "发送回复",
     back_to_questions: "返回问题",
+    sessions: "会话",
+    notify_me: "通知我",
+    notifications_on: "通知已开启",
+    notifications_blocked: "通知已被阻止：请在浏览器的网站设置中允许此网站的通知，然后刷新页面。",
+    arrival_sound: "提示音",
     progress: |current, total| format!("第 {current} 题，共 {total} 题"),
     too_many_pending: |limit| {
         format!(
@@ -322,6 +359,11 @@ static ZH: Texts = Texts {
         None => "此请求已在别处处理。",
     },
     asked_by: |name| format!("{name} 提问"),
+    someone_asks: |name| match name {
+        Some(name) => format!("{name} 在提问"),
+        None => "智能体在提问".to_owned(),
+    },
+    waiting_count: |count| format!("{count} 个等待中"),
     record_outcome: |outcome| match outcome {
         Outcome::Answered => "已回答",
         Outcome::Cancelled => "已取消",

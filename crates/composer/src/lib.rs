@@ -26,8 +26,11 @@ pub mod attention;
 pub mod composer;
 pub mod conversation;
 pub mod i18n;
+pub mod inbox;
 pub mod json;
 pub mod markdown;
+pub mod notify;
+pub mod page;
 pub mod question_view;
 pub mod session;
 pub mod slot;
@@ -37,10 +40,12 @@ pub mod transport;
 pub use composer::QuestionComposer;
 pub use conversation::{
     Conversation, MessageComposer, MountOptions, Transcript, conversation_view,
-    conversation_view_with, page_view, page_view_with,
+    conversation_view_with,
 };
 pub use i18n::{Lang, Locale, Texts};
+pub use inbox::{INBOX_LOCK, Inbox, InboxTransport, use_inbox};
 pub use markdown::Markdown;
+pub use page::{PageHost, page, page_view, page_view_with};
 pub use question_view::QuestionView;
 pub use session::{
     QuestionSession, UseQuestionStreamReturn, use_question_stream, use_question_stream_with,

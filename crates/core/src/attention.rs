@@ -1,7 +1,11 @@
 //! How the page tells a person that someone waits on them without taking
 //! focus: the tab title, the favicon's count badge and the app badge. Pure
 //! functions of how many questions wait; the composer only writes them to
-//! `document.title`, the icon link and `navigator.setAppBadge`.
+//! `document.title`, the icon link and `navigator.setAppBadge`. With the inbox
+//! ([`SessionList`]) they count every session, and [`arrivals`] says which
+//! batches are worth a notification.
+
+use crate::wire::SessionList;
 
 /// The page's title when nothing waits, and the suffix of every other title.
 pub const APP_TITLE: &str = "ask-user";
@@ -80,4 +84,68 @@ pub fn favicon_data_url(pending: usize) -> String {
         }
     }
     url
+}
+
+/// What the tab's signals count: every session's waiting questions when the
+/// inbox list is known (`sessions`), else the shown session's own; named by
+/// the shown session's first question, else the most urgent session's.
+pub fn waiting(
+    sessions: Option<&SessionList>,
+    shown_pending: usize,
+    shown_first_question: Option<&str>,
+) -> (usize, Option<String>) {
+    let Some(list) = sessions else {
+        return (shown_pending, shown_first_question.map(str::to_owned));
+    };
+    let others_first = || {
+        list.sessions
+            .iter()
+            .find(|s| s.pending > 0)
+            .and_then(|s| s.first_question.clone())
+    };
+    let total: usize = list.sessions.iter().map(|s| s.pending as usize).sum();
+    // The list lags the shown session's own stream by a frame: never count less.
+    let total = total.max(shown_pending);
+    let first = shown_first_question
+        .map(str::to_owned)
+        .or_else(others_first);
+    (total, first.filter(|_| total > 0))
+}
+
+/// A batch that arrived between two inbox lists: worth one notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    /// The session it waits in.
+    pub session: String,
+    /// Who asked (display text), when the host knows.
+    pub asked_by: Option<String>,
+    /// The session's first waiting question.
+    pub question: Option<String>,
+}
+
+/// The sessions whose pending count rose from `before` to `after` (one
+/// notification each). A batch that came and went between two lists, or one
+/// already resolved, rose nothing, so it is never announced; nor is anything
+/// on the first list (`before` = `None`), which only says what already waits.
+pub fn arrivals(before: Option<&SessionList>, after: &SessionList) -> Vec<Arrival> {
+    let Some(before) = before else {
+        return Vec::new();
+    };
+    after
+        .sessions
+        .iter()
+        .filter(|now| {
+            let was = before
+                .sessions
+                .iter()
+                .find(|s| s.id == now.id)
+                .map_or(0, |s| s.pending);
+            now.pending > was
+        })
+        .map(|now| Arrival {
+            session: now.id.clone(),
+            asked_by: now.asked_by.as_ref().map(|a| a.name.clone()),
+            question: now.first_question.clone(),
+        })
+        .collect()
 }

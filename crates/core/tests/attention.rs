@@ -71,3 +71,76 @@ fn the_favicon_url_is_a_data_url_without_characters_that_break_it() {
     }
     assert_ne!(favicon_data_url(0), favicon_data_url(1));
 }
+
+fn list(entries: &[(&str, u32, Option<&str>)]) -> ask_user_core::wire::SessionList {
+    let sessions: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(id, pending, question)| {
+            serde_json::json!({"id": id, "pending": pending, "last_activity_ms": 1,
+                "asked_by": {"kind": "mcp", "name": "Claude Code"}, "first_question": question})
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "sessions": sessions })).unwrap()
+}
+
+#[test]
+fn with_the_inbox_the_signals_count_every_session_named_by_the_shown_one_first() {
+    use ask_user_core::attention::waiting;
+    let inbox = list(&[("a", 2, Some("Deploy?")), ("b", 1, Some("Name?"))]);
+    assert_eq!(
+        waiting(Some(&inbox), 1, Some("Name?")),
+        (3, Some("Name?".to_owned()))
+    );
+    assert_eq!(
+        waiting(Some(&inbox), 0, None),
+        (3, Some("Deploy?".to_owned())),
+        "a question elsewhere names the tab when the shown session has none"
+    );
+    assert_eq!(
+        waiting(None, 1, Some("Here?")),
+        (1, Some("Here?".to_owned()))
+    );
+    let empty = list(&[("a", 0, None)]);
+    assert_eq!(waiting(Some(&empty), 0, None), (0, None));
+    assert_eq!(
+        waiting(Some(&empty), 1, Some("Fresh?")),
+        (1, Some("Fresh?".to_owned())),
+        "the shown stream is ahead of the list by a frame"
+    );
+}
+
+#[test]
+fn a_notification_is_due_only_for_a_session_whose_pending_count_rose() {
+    use ask_user_core::attention::{Arrival, arrivals};
+    let before = list(&[("a", 1, Some("Deploy?")), ("b", 0, None)]);
+    let after = list(&[
+        ("a", 1, Some("Deploy?")),
+        ("b", 1, Some("Name?")),
+        ("c", 2, Some("X?")),
+    ]);
+    let due = arrivals(Some(&before), &after);
+    assert_eq!(
+        due,
+        vec![
+            Arrival {
+                session: "b".into(),
+                asked_by: Some("Claude Code".into()),
+                question: Some("Name?".into())
+            },
+            Arrival {
+                session: "c".into(),
+                asked_by: Some("Claude Code".into()),
+                question: Some("X?".into())
+            },
+        ]
+    );
+    assert!(
+        arrivals(None, &after).is_empty(),
+        "the first list only says what already waits"
+    );
+    let resolved = list(&[("a", 0, None), ("b", 1, Some("Name?"))]);
+    assert!(
+        arrivals(Some(&after), &resolved).is_empty(),
+        "nothing for a batch resolved"
+    );
+}

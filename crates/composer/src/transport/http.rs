@@ -2,7 +2,7 @@
 //! session's event stream with `EventSource`.
 
 use super::{EventSink, EventStream, LocalFuture, PostError, QuestionTransport, StreamStatus};
-use ask_user_core::wire::{ErrorBody, PostMessage, Transcript};
+use ask_user_core::wire::{ErrorBody, PostMessage, SessionList, Transcript};
 use ask_user_core::{AnswerBatch, SessionId};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -135,7 +135,28 @@ impl QuestionTransport for HttpTransport {
     }
 
     fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
-        let url = format!("{}/transcript", self.session_url());
+        self.get_json(format!("{}/transcript", self.session_url()))
+    }
+}
+
+impl HttpTransport {
+    /// `GET {base}/api/events`, the inbox stream (with `?token=` when set).
+    pub fn inbox_events_url(&self) -> String {
+        match &self.token {
+            Some(token) => format!(
+                "{}/api/events?token={}",
+                self.base_url,
+                utf8_percent_encode(token, QUERY_VALUE)
+            ),
+            None => format!("{}/api/events", self.base_url),
+        }
+    }
+
+    /// A GET of JSON, with the Bearer token when set.
+    fn get_json<T: serde::de::DeserializeOwned + 'static>(
+        &self,
+        url: String,
+    ) -> LocalFuture<Result<T, PostError>> {
         let token = self.token.clone();
         Box::pin(async move {
             let mut request = gloo_net::http::Request::get(&url);
@@ -154,8 +175,42 @@ impl QuestionTransport for HttpTransport {
             crate::json::from_str(&text).ok_or_else(|| PostError {
                 status: Some(status),
                 code: None,
-                message: "the transcript did not parse".to_owned(),
+                message: format!("{url}: the host's answer did not parse"),
             })
+        })
+    }
+}
+
+impl crate::inbox::InboxTransport for HttpTransport {
+    fn load_sessions(&self) -> LocalFuture<Result<SessionList, PostError>> {
+        self.get_json(format!("{}/api/sessions", self.base_url))
+    }
+
+    fn open_inbox(&self, on_list: std::rc::Rc<dyn Fn(SessionList)>) -> EventStream {
+        use wasm_bindgen::JsCast;
+        use wasm_bindgen::closure::Closure;
+        let Ok(source) = web_sys::EventSource::new(&self.inbox_events_url()) else {
+            return EventStream::new(|| {});
+        };
+        let listener = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            let data = event
+                .dyn_ref::<web_sys::MessageEvent>()
+                .and_then(|m| m.data().as_string());
+            if let Some(list) = data.and_then(|d| crate::json::from_str::<SessionList>(&d)) {
+                on_list(list);
+            }
+        });
+        let _ = source.add_event_listener_with_callback(
+            ask_user_core::wire::INBOX_CHANGED,
+            listener.as_ref().unchecked_ref(),
+        );
+        EventStream::new(move || {
+            source.close();
+            let _ = source.remove_event_listener_with_callback(
+                ask_user_core::wire::INBOX_CHANGED,
+                listener.as_ref().unchecked_ref(),
+            );
+            drop(listener);
         })
     }
 }
