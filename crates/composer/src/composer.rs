@@ -263,11 +263,28 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
         progress.map(|p| texts.progress(p.current, p.total))
     };
     let waiting = move || vm.with(|v| (v.waiting > 0).then(|| texts.waiting(v.waiting)));
+    // "asked by Claude Code · 2 min ago", its age refreshed every 30 s.
+    let now = RwSignal::new(js_sys::Date::now() as u64);
+    if let Ok(handle) = set_interval_with_handle(
+        move || now.set(js_sys::Date::now() as u64),
+        Duration::from_secs(30),
+    ) {
+        on_cleanup(move || handle.clear());
+    }
+    let asked = move || {
+        let (name, at) = with_active(vm, |a| a.asked_by.clone().map(|n| (n, a.created_at_ms)))??;
+        Some(format!(
+            "{} · {}",
+            texts.asked_by(&name),
+            texts.age(ask_user_core::attention::age(at, now.get()))
+        ))
+    };
     view! {
         <header class="auq-strip">
             {move || chip().map(|chip| view! { <span class="auq-chip" data-auq="chip">{chip}</span> })}
             {move || progress().map(|p| view! { <span class="auq-progress" data-auq="progress">{p}</span> })}
             {move || waiting().map(|w| view! { <span class="auq-waiting" data-auq="waiting">{w}</span> })}
+            {move || asked().map(|a| view! { <span class="auq-asked-by" data-auq="asked-by">{a}</span> })}
             <button
                 type="button"
                 class="auq-btn auq-btn--icon auq-strip__toggle"

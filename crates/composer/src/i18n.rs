@@ -1,6 +1,7 @@
 //! Interface text in English and Simplified Chinese, chosen from the browser's
 //! language. Only the interface is translated; the agent's text is shown as sent.
 
+use ask_user_core::attention::Age;
 use ask_user_core::wire::Outcome;
 use leptos::prelude::*;
 
@@ -154,6 +155,7 @@ pub struct Texts {
     resolved: fn(Option<Outcome>) -> &'static str,
     asked_by: fn(&str) -> String,
     someone_asks: fn(Option<&str>) -> String,
+    age: fn(Age) -> String,
     waiting_count: fn(usize) -> String,
     record_outcome: fn(Outcome) -> &'static str,
 }
@@ -187,6 +189,11 @@ impl Texts {
     /// Who asked, e.g. "asked by Claude Code".
     pub fn asked_by(&self, name: &str) -> String {
         (self.asked_by)(name)
+    }
+
+    /// How long ago a question was asked ("2 min ago").
+    pub fn age(&self, age: Age) -> String {
+        (self.age)(age)
     }
 
     /// A notification's title: who asks.
@@ -283,6 +290,12 @@ static EN: Texts = Texts {
         None => "An agent asks".to_owned(),
     },
     waiting_count: |count| format!("{count} waiting"),
+    age: |age| match age {
+        Age::JustNow => "just now".to_owned(),
+        Age::Minutes(n) => format!("{n} min ago"),
+        Age::Hours(n) => format!("{n} h ago"),
+        Age::Days(n) => format!("{n} d ago"),
+    },
     record_outcome: |outcome| match outcome {
         Outcome::Answered => "Answered",
         Outcome::Cancelled => "Cancelled",
@@ -364,6 +377,12 @@ static ZH: Texts = Texts {
         None => "智能体在提问".to_owned(),
     },
     waiting_count: |count| format!("{count} 个等待中"),
+    age: |age| match age {
+        Age::JustNow => "刚刚".to_owned(),
+        Age::Minutes(n) => format!("{n} 分钟前"),
+        Age::Hours(n) => format!("{n} 小时前"),
+        Age::Days(n) => format!("{n} 天前"),
+    },
     record_outcome: |outcome| match outcome {
         Outcome::Answered => "已回答",
         Outcome::Cancelled => "已取消",

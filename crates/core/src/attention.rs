@@ -149,3 +149,29 @@ pub fn arrivals(before: Option<&SessionList>, after: &SessionList) -> Vec<Arriva
         })
         .collect()
 }
+
+/// How long ago something happened, in whole units for a card's "2 min ago":
+/// under a minute is [`Age::JustNow`]; then minutes, hours, days. A clock
+/// behind the host's counts as just now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Age {
+    /// Less than a minute.
+    JustNow,
+    /// Whole minutes (1–59).
+    Minutes(u64),
+    /// Whole hours (1–23).
+    Hours(u64),
+    /// Whole days.
+    Days(u64),
+}
+
+/// The [`Age`] of `then_ms` at `now_ms` (Unix milliseconds).
+pub fn age(then_ms: u64, now_ms: u64) -> Age {
+    let minutes = now_ms.saturating_sub(then_ms) / 60_000;
+    match minutes {
+        0 => Age::JustNow,
+        1..=59 => Age::Minutes(minutes),
+        60..=1439 => Age::Hours(minutes / 60),
+        _ => Age::Days(minutes / 1440),
+    }
+}

@@ -144,3 +144,15 @@ fn a_notification_is_due_only_for_a_session_whose_pending_count_rose() {
         "nothing for a batch resolved"
     );
 }
+
+#[test]
+fn an_age_is_told_in_whole_minutes_hours_or_days_and_a_clock_behind_is_just_now() {
+    use ask_user_core::attention::{Age, age};
+    let t = 1_000_000_000;
+    assert_eq!(age(t, t + 59_999), Age::JustNow);
+    assert_eq!(age(t, t + 60_000), Age::Minutes(1));
+    assert_eq!(age(t, t + 59 * 60_000 + 59_999), Age::Minutes(59));
+    assert_eq!(age(t, t + 60 * 60_000), Age::Hours(1));
+    assert_eq!(age(t, t + 25 * 60 * 60_000), Age::Days(1));
+    assert_eq!(age(t, t - 5_000), Age::JustNow);
+}

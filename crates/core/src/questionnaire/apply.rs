@@ -221,12 +221,13 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out)
     }
     let was_empty = state.requests.is_empty();
     let previous_active = state.requests.first().map(|r| r.id.clone());
-    let request = new_request(
+    let mut request = new_request(
         frame.id.clone(),
         frame.request,
         frame.created_at_ms,
         state.arrivals,
     );
+    request.asked_by = frame.asked_by;
     state.arrivals += 1;
     let position = state
         .requests
@@ -282,6 +283,7 @@ fn new_request(
     };
     let mut pending = PendingRequest {
         id,
+        asked_by: None,
         request,
         created_at_ms,
         arrival,

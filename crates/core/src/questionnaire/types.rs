@@ -62,6 +62,8 @@ impl<T> Versioned<T> {
 pub struct PendingRequest {
     /// The host's id of the ask (the `question/requested` frame's `id`).
     pub id: String,
+    /// Who asked, when the host knows (display text only).
+    pub asked_by: Option<crate::wire::AskedBy>,
     /// What is asked.
     pub request: AskRequest,
     /// When the host registered it (Unix milliseconds).

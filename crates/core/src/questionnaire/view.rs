@@ -41,6 +41,8 @@ pub struct RequestView {
     pub created_at_ms: u64,
     /// The text of its first question (the tab title and notifications name it).
     pub first_question: String,
+    /// Who asked (the asker's name, at most 64 characters), when the host knows.
+    pub asked_by: Option<String>,
     /// Editing, sending, sent or failed.
     pub phase: Phase,
     /// The person can change things: options, text and every button but the
@@ -240,6 +242,9 @@ pub struct PlanView {
     pub decline: Option<String>,
 }
 
+/// The most characters of an asker's name the card shows.
+pub const MAX_SHOWN_ASKER_CHARS: usize = 64;
+
 /// The view model of `state`.
 pub fn view(state: &Questionnaire) -> ViewModel {
     ViewModel {
@@ -292,6 +297,10 @@ fn request_view(request: &PendingRequest) -> RequestView {
         id: request.id.clone(),
         created_at_ms: request.created_at_ms,
         first_question: request.request.questions[0].question.clone(),
+        asked_by: request
+            .asked_by
+            .as_ref()
+            .map(|a| crate::attention::shorten(&a.name, MAX_SHOWN_ASKER_CHARS)),
         phase: match request.status {
             Status::Editing => Phase::Editing,
             Status::Sending(_) => Phase::Sending,
