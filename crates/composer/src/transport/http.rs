@@ -135,7 +135,10 @@ impl QuestionTransport for HttpTransport {
     }
 
     fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
-        self.get_json(format!("{}/transcript", self.session_url()))
+        self.get_json(
+            format!("{}/transcript", self.session_url()),
+            crate::json::transcript,
+        )
     }
 }
 
@@ -152,10 +155,11 @@ impl HttpTransport {
         }
     }
 
-    /// A GET of JSON, with the Bearer token when set.
-    fn get_json<T: serde::de::DeserializeOwned + 'static>(
+    /// A GET of JSON, with the Bearer token when set, read by `parse`.
+    fn get_json<T: 'static>(
         &self,
         url: String,
+        parse: fn(&str) -> Option<T>,
     ) -> LocalFuture<Result<T, PostError>> {
         let token = self.token.clone();
         Box::pin(async move {
@@ -172,7 +176,7 @@ impl HttpTransport {
             if !response.ok() {
                 return Err(error_from_body(status, &text));
             }
-            crate::json::from_str(&text).ok_or_else(|| PostError {
+            parse(&text).ok_or_else(|| PostError {
                 status: Some(status),
                 code: None,
                 message: format!("{url}: the host's answer did not parse"),
@@ -183,7 +187,10 @@ impl HttpTransport {
 
 impl crate::inbox::InboxTransport for HttpTransport {
     fn load_sessions(&self) -> LocalFuture<Result<SessionList, PostError>> {
-        self.get_json(format!("{}/api/sessions", self.base_url))
+        self.get_json(
+            format!("{}/api/sessions", self.base_url),
+            crate::json::from_str,
+        )
     }
 
     fn open_inbox(&self, on_list: std::rc::Rc<dyn Fn(SessionList)>) -> EventStream {
