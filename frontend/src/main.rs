@@ -14,7 +14,7 @@
 
 mod fixture;
 
-use ask_user_composer::{Lang, MountOptions, Transport, conversation_view, conversation_view_with};
+use ask_user_composer::{Lang, MountOptions, Transport, page_view, page_view_with};
 use ask_user_core::SessionId;
 use leptos::prelude::*;
 
@@ -35,17 +35,13 @@ fn main() {
         param("session").map_or_else(|| Ok(SessionId::default()), |s| SessionId::parse(&s));
     let fixture = param("fixture");
     let item = param("item").and_then(|i| i.parse().ok());
-    let title = match &session {
-        Ok(session) => session.to_string(),
-        Err(_) => String::new(),
-    };
     mount_to_body(move || {
         let conversation = match (fixture.as_deref(), session) {
             (Some(kind), _) => {
-                conversation_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
+                page_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
                     .into_any()
             }
-            (None, Ok(session)) => conversation_view(MountOptions {
+            (None, Ok(session)) => page_view(MountOptions {
                 base_url: String::new(),
                 session,
                 token: None,
@@ -54,6 +50,9 @@ fn main() {
             (None, Err(error)) => {
                 let texts = Lang::from_browser().texts();
                 view! {
+                    <header class="auq-page__header">
+                        <h1 class="auq-page__title">"ask-user"</h1>
+                    </header>
                     <p class="auq-error" role="alert" data-auq="bad-session">
                         {texts.bad_session} " " {error.message}
                     </p>
@@ -61,14 +60,6 @@ fn main() {
                 .into_any()
             }
         };
-        view! {
-            <main class="auq-page">
-                <header class="auq-page__header">
-                    <h1 class="auq-page__title">"ask-user"</h1>
-                    <span class="auq-page__session" data-auq="session">{title}</span>
-                </header>
-                {conversation}
-            </main>
-        }
+        view! { <main class="auq-page">{conversation}</main> }
     });
 }

@@ -273,6 +273,14 @@ impl E2e {
         self.browser.client()
     }
 
+    /// Runs a Chrome DevTools Protocol command (e.g. `Emulation.setEmulatedMedia`).
+    pub async fn cdp(&self, cmd: &'static str, params: Value) -> Value {
+        self.browser
+            .cdp(cmd, params)
+            .await
+            .unwrap_or_else(|err| panic!("CDP {cmd} failed: {err}"))
+    }
+
     /// The host's session token.
     pub fn token(&self) -> &str {
         self.host.token().unwrap_or_default()

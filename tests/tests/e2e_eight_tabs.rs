@@ -37,24 +37,27 @@ const STREAM_REGISTRY_JS: &str = r#"
   const key = 'auq-e2e-streams:' + Math.random().toString(36).slice(2);
   window.__auqStreamsKey = key;
   const live = new Set();
+  const inbox = new Set();
   let opened = 0;
   const publish = () => localStorage.setItem(key, JSON.stringify({
-    live: live.size, opened, hidden: document.hidden,
+    live: live.size, inbox: inbox.size, opened, hidden: document.hidden,
   }));
   window.EventSource = class extends Native {
     constructor(...args) {
       super(...args);
-      live.add(this);
-      opened += 1;
+      // The inbox stream (GET /api/events) is counted apart: one per browser.
+      this.__auqSet = String(args[0]).includes('/api/events') ? inbox : live;
+      this.__auqSet.add(this);
+      if (this.__auqSet === live) opened += 1;
       publish();
       // The browser gives up on its own only with readyState CLOSED.
       super.addEventListener('error', () => {
-        if (this.readyState === Native.CLOSED && live.delete(this)) publish();
+        if (this.readyState === Native.CLOSED && this.__auqSet.delete(this)) publish();
       });
     }
     close() {
       super.close();
-      if (live.delete(this)) publish();
+      if (this.__auqSet.delete(this)) publish();
     }
   };
   document.addEventListener('visibilitychange', publish);
@@ -75,8 +78,11 @@ return out;
 /// One tab's event streams, as it published them.
 #[derive(Debug, Clone, Deserialize)]
 struct TabStreams {
-    /// Streams open or connecting (not closed).
+    /// Session streams open or connecting (not closed).
     live: usize,
+    /// Inbox streams (`/api/events`) open or connecting.
+    #[serde(default)]
+    inbox: usize,
     /// Streams it has created since it loaded.
     opened: usize,
     /// `document.hidden` when it last published.
@@ -120,6 +126,10 @@ fn live_streams(streams: &BTreeMap<String, TabStreams>) -> usize {
     streams.values().map(|tab| tab.live).sum()
 }
 
+fn inbox_streams(streams: &BTreeMap<String, TabStreams>) -> usize {
+    streams.values().map(|tab| tab.inbox).sum()
+}
+
 /// The registry key of the tab in front.
 async fn front_key(e2e: &E2e) -> String {
     let key = e2e.script("return window.__auqStreamsKey;").await;
@@ -128,8 +138,9 @@ async fn front_key(e2e: &E2e) -> String {
         .to_owned()
 }
 
-/// Waits until the tab in front holds the only live stream among `tabs` tabs,
-/// and returns every tab's streams.
+/// Waits until the tab in front holds the only live session stream among
+/// `tabs` tabs and exactly one tab holds the inbox stream (the Web Lock's
+/// holder, shared with every tab), and returns every tab's streams.
 async fn wait_for_one_stream_in_front(e2e: &E2e, tabs: usize) -> BTreeMap<String, TabStreams> {
     let front = front_key(e2e).await;
     wait_for_streams(
@@ -138,6 +149,7 @@ async fn wait_for_one_stream_in_front(e2e: &E2e, tabs: usize) -> BTreeMap<String
         |streams| {
             streams.len() == tabs
                 && live_streams(streams) == 1
+                && inbox_streams(streams) == 1
                 && streams
                     .get(&front)
                     .is_some_and(|tab| tab.live == 1 && !tab.hidden)

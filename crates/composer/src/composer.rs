@@ -3,10 +3,10 @@
 //! lives here: every decision is core's `apply`, every shown fact core's `view`.
 
 use crate::i18n::{Lang, Texts, use_locale};
-use crate::markdown;
+use crate::markdown::{self, Markdown};
 use crate::session::QuestionSession;
 use crate::slot::{ComposerSlotContext, QUESTION_ENTRY, use_composer_slot};
-use ask_user_core::keys::{Key, KeyInput, KeyTarget};
+use ask_user_core::keys::{Ime, Key, KeyInput, KeyTarget, sends_message};
 use ask_user_core::questionnaire::{
     Action, Announcement, Body, CannotShow, Chip, FocusTarget, ItemState, ItemView, Notice,
     OptionRow as Row, PlanView, RequestView, StatusKey, TextBoxRole, ViewModel,
@@ -185,6 +185,7 @@ fn focus_on(target: FocusTarget, root: NodeRef<html::Section>, slot: Option<Comp
     let selector = match target {
         FocusTarget::Option(index) => format!("[data-auq=option][data-option-index=\"{index}\"]"),
         FocusTarget::TextBox => "[data-auq=text]".to_owned(),
+        FocusTarget::ReplyBox => "[data-auq=reply]".to_owned(),
         FocusTarget::Slot => "[data-auq=plan-review]".to_owned(),
         FocusTarget::MessageBox => return slot.iter().for_each(|slot| slot.focus_default()),
     };
@@ -262,11 +263,28 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
         progress.map(|p| texts.progress(p.current, p.total))
     };
     let waiting = move || vm.with(|v| (v.waiting > 0).then(|| texts.waiting(v.waiting)));
+    // "asked by Claude Code · 2 min ago", its age refreshed every 30 s.
+    let now = RwSignal::new(js_sys::Date::now() as u64);
+    if let Ok(handle) = set_interval_with_handle(
+        move || now.set(js_sys::Date::now() as u64),
+        Duration::from_secs(30),
+    ) {
+        on_cleanup(move || handle.clear());
+    }
+    let asked = move || {
+        let (name, at) = with_active(vm, |a| a.asked_by.clone().map(|n| (n, a.created_at_ms)))??;
+        Some(format!(
+            "{} · {}",
+            texts.asked_by(&name),
+            texts.age(ask_user_core::attention::age(at, now.get()))
+        ))
+    };
     view! {
         <header class="auq-strip">
             {move || chip().map(|chip| view! { <span class="auq-chip" data-auq="chip">{chip}</span> })}
             {move || progress().map(|p| view! { <span class="auq-progress" data-auq="progress">{p}</span> })}
             {move || waiting().map(|w| view! { <span class="auq-waiting" data-auq="waiting">{w}</span> })}
+            {move || asked().map(|a| view! { <span class="auq-asked-by" data-auq="asked-by">{a}</span> })}
             <button
                 type="button"
                 class="auq-btn auq-btn--icon auq-strip__toggle"
@@ -299,6 +317,7 @@ fn Item(
     let has_options = !item.options.is_empty();
     let question_id = format!("auq-{uid}-q");
     let rows = move || vm.with(|v| v.item().map(|i| i.options.clone()).unwrap_or_default());
+    let replying = move || with_active(vm, |a| a.reply.is_some()).unwrap_or(false);
 
     let text_ref = NodeRef::<html::Textarea>::new();
     // Keep the box in step with the state (restore, skip) without touching it
@@ -324,7 +343,7 @@ fn Item(
     view! {
         <div class="auq-item" data-auq="item" data-multi=multi.to_string()>
             <h2 class="auq-question" id=question_id.clone()>{item.question}</h2>
-            {item.detail.map(|d| view! { <p class="auq-detail" data-auq="detail">{d}</p> })}
+            {item.detail.map(|d| view! { <Markdown text=d class="auq-detail" attr:data-auq="detail" /> })}
             {has_options.then(|| view! {
                 <div class="auq-hint" aria-hidden="true">
                     {if multi { texts.choose_any } else { texts.choose_one }}
@@ -358,7 +377,88 @@ fn Item(
                 ></textarea>
             </div>
             <StatusLine session texts />
+            {move || replying().then(|| view! { <ReplyBox session texts uid /> })}
             <Footer session texts />
+        </div>
+    }
+}
+
+/// "Reply instead": a message to the agent in place of finishing the batch.
+/// Its keys stay here (Enter sends the reply, never the batch), with the same
+/// IME and Shift rules as the normal composer.
+#[component]
+fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl IntoView {
+    let vm = session.view_model();
+    let text_id = format!("auq-{uid}-reply");
+    let ime = StoredValue::new(Ime::default());
+    let reply_ref = NodeRef::<html::Textarea>::new();
+    // As for the item's box: follow the state without touching what is typed.
+    Effect::new(move |_| {
+        let text = with_active(vm, |a| a.reply.as_ref().map(|r| r.text.clone()))
+            .flatten()
+            .unwrap_or_default();
+        if let Some(el) = reply_ref.get()
+            && el.value() != text
+        {
+            el.set_value(&text);
+        }
+    });
+    let can_send = move || {
+        with_active(vm, |a| {
+            a.can_edit && a.reply.as_ref().is_some_and(|r| r.can_send)
+        })
+        .unwrap_or(false)
+    };
+    view! {
+        <div class="auq-field auq-reply" data-auq="reply-box">
+            <label class="auq-field__label" for=text_id.clone()>{texts.your_reply}</label>
+            <textarea
+                class="auq-text"
+                id=text_id
+                data-auq="reply"
+                rows="3"
+                placeholder=texts.reply_placeholder
+                disabled=move || !vm.with(editable)
+                node_ref=reply_ref
+                on:input=move |ev| {
+                    session.dispatch(Action::ReplyEdited { text: event_target_value(&ev) });
+                }
+                on:compositionstart=move |_| ime.update_value(Ime::composition_start)
+                on:compositionend=move |_| {
+                    ime.update_value(Ime::composition_end);
+                    set_timeout(move || ime.update_value(Ime::tick), Duration::ZERO);
+                }
+                on:blur=move |_| ime.update_value(Ime::blur)
+                on:keydown=move |ev: web_sys::KeyboardEvent| {
+                    // The batch's keys (Enter submits, digits choose) are not the reply's.
+                    ev.stop_propagation();
+                    let key = key_input(&ev);
+                    if ime.try_update_value(|ime| sends_message(ime, &key)).unwrap_or(false) {
+                        ev.prevent_default();
+                        session.dispatch(Action::SendReply);
+                    }
+                }
+            ></textarea>
+            <div class="auq-reply__actions">
+                <button
+                    type="button"
+                    class="auq-btn auq-btn--quiet"
+                    data-auq="reply-close"
+                    disabled=move || !vm.with(editable)
+                    on:click=move |_| session.dispatch(Action::ReplyClosed)
+                >
+                    {texts.back_to_questions}
+                </button>
+                <button
+                    type="button"
+                    class="auq-btn auq-btn--primary"
+                    data-auq="send-reply"
+                    disabled=move || !can_send()
+                    on:click=move |_| session.dispatch(Action::SendReply)
+                >
+                    {texts.send_reply}
+                </button>
+            </div>
         </div>
     }
 }
@@ -491,7 +591,10 @@ fn Footer(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     };
     view! {
         <footer class="auq-footer">
-            {button("cancel", "auq-btn auq-btn--quiet auq-btn--danger", texts.cancel.into(), editable, Action::Close)}
+            <div class="auq-footer__leave">
+                {button("cancel", "auq-btn auq-btn--quiet auq-btn--danger", texts.cancel.into(), editable, Action::Close)}
+                {button("reply-instead", "auq-btn auq-btn--quiet", texts.reply_instead.into(), |v| editable(v) && v.active.as_ref().is_some_and(|a| a.reply.is_none()), Action::ReplyInstead)}
+            </div>
             <nav class="auq-steps" aria-label=texts.steps>{steps}</nav>
             <div class="auq-footer__actions">
                 {button("back", "auq-btn", texts.back.into(), |v| v.item().is_some_and(|i| i.can_go_back), Action::Back)}

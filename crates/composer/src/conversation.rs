@@ -4,22 +4,26 @@
 
 use crate::composer::{QuestionComposer, key_input};
 use crate::i18n::{Lang, Texts, use_locale};
+use crate::markdown::Markdown;
 use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_stream_with};
 use crate::slot::{ComposerSlot, use_composer_slot};
 use crate::transport::{StreamStatus, Transport};
 use ask_user_core::SessionId;
 use ask_user_core::keys::{Ime, sends_message};
-use ask_user_core::wire::{MessageCreated, Role};
+use ask_user_core::transcript::{RecordAnswer, RecordView, record_view};
+use ask_user_core::wire::{MessageCreated, Outcome, Role, TranscriptEntry};
+use leptos::either::Either;
 use leptos::html;
 use leptos::prelude::*;
 use std::time::Duration;
 
-/// The transcript: messages as sent, oldest first.
+/// The transcript: messages as sent and the records of resolved questions,
+/// oldest first.
 #[component]
 pub fn Transcript(
-    /// The messages to show.
+    /// What to show (`UseQuestionStreamReturn::entries`).
     #[prop(into)]
-    messages: Signal<Vec<MessageCreated>>,
+    entries: Signal<Vec<TranscriptEntry>>,
     /// Interface language; defaults to the `Locale` context, else the browser's.
     #[prop(optional)]
     lang: Option<Lang>,
@@ -28,9 +32,9 @@ pub fn Transcript(
         .map(Lang::texts)
         .unwrap_or_else(|| use_locale().texts());
     let list = NodeRef::<html::Ol>::new();
-    // Keep the newest message in view.
+    // Keep the newest entry in view.
     Effect::new(move |_| {
-        messages.track();
+        entries.track();
         if let Some(list) = list.get() {
             set_timeout(
                 move || list.set_scroll_top(list.scroll_height()),
@@ -38,22 +42,90 @@ pub fn Transcript(
             );
         }
     });
+    let key = |entry: &TranscriptEntry| match entry {
+        TranscriptEntry::Message(m) => format!("m:{}", m.id),
+        TranscriptEntry::Record(r) => format!("r:{}", r.id),
+    };
     view! {
         <ol class="auq-transcript" data-auq="transcript" aria-label=texts.transcript node_ref=list>
-            <For each=move || messages.get() key=|m| m.id.clone() let(message)>
-                <li
-                    class="auq-message"
-                    data-auq="message-item"
-                    data-id=message.id.clone()
-                    data-role=match message.role {
-                        Role::User => "user",
-                        Role::Agent => "agent",
+            <For each=move || entries.get() key=key let(entry)>
+                {match entry {
+                    TranscriptEntry::Message(message) => Either::Left(view! { <Message message /> }),
+                    TranscriptEntry::Record(record) => {
+                        Either::Right(view! { <Record record=record_view(&record) texts /> })
                     }
-                >
-                    {message.text.clone()}
-                </li>
+                }}
             </For>
         </ol>
+    }
+}
+
+/// One message: the agent's as sanitised Markdown, the person's as typed.
+#[component]
+fn Message(message: MessageCreated) -> impl IntoView {
+    view! {
+        <li
+            class="auq-message"
+            data-auq="message-item"
+            data-id=message.id.clone()
+            data-role=match message.role {
+                Role::User => "user",
+                Role::Agent => "agent",
+            }
+        >
+            {match message.role {
+                Role::Agent => Either::Left(view! { <Markdown text=message.text.clone() /> }),
+                Role::User => Either::Right(message.text.clone()),
+            }}
+        </li>
+    }
+}
+
+/// A resolved question, read-only: each question with what the person gave,
+/// or the batch's outcome; a "Reply instead" note follows as their message.
+#[component]
+fn Record(record: RecordView, texts: &'static Texts) -> impl IntoView {
+    let answered = record.outcome == Outcome::Answered;
+    let by = record.asked_by.clone().map(|name| texts.asked_by(&name));
+    let items = record
+        .items
+        .into_iter()
+        .map(|item| {
+            let answer = match item.answer {
+                Some(RecordAnswer::Given { labels, custom }) => {
+                    let mut parts = labels;
+                    parts.extend(custom);
+                    parts.join(" · ")
+                }
+                Some(RecordAnswer::Skipped) => texts.skipped.to_owned(),
+                None => String::new(),
+            };
+            view! {
+                <dt class="auq-record__question">{item.question}</dt>
+                {answered.then(|| view! { <dd class="auq-record__answer">{answer}</dd> })}
+            }
+        })
+        .collect_view();
+    let note = record.note.map(|note| {
+        view! {
+            <li class="auq-message" data-auq="note" data-role="user">{note}</li>
+        }
+    });
+    view! {
+        <li
+            class="auq-message auq-record"
+            data-auq="record"
+            data-id=record.id
+            data-role="agent"
+            data-outcome=record.outcome.as_str()
+        >
+            {by.map(|by| view! { <p class="auq-record__by">{by}</p> })}
+            <dl class="auq-record__items">{items}</dl>
+            {(!answered).then(|| view! {
+                <p class="auq-record__outcome">{texts.record_outcome(record.outcome)}</p>
+            })}
+        </li>
+        {note}
     }
 }
 
@@ -184,7 +256,7 @@ pub fn Conversation(
     };
     view! {
         <div class="auq-conversation" data-auq="conversation" lang=lang.tag()>
-            <Transcript messages=stream.messages lang />
+            <Transcript entries=stream.entries lang />
             {move || connection().map(|text| view! {
                 <p class="auq-connection" role="status" data-auq="connection">{text}</p>
             })}

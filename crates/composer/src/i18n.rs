@@ -1,6 +1,7 @@
 //! Interface text in English and Simplified Chinese, chosen from the browser's
 //! language. Only the interface is translated; the agent's text is shown as sent.
 
+use ask_user_core::attention::Age;
 use ask_user_core::wire::Outcome;
 use leptos::prelude::*;
 
@@ -126,12 +127,37 @@ pub struct Texts {
     pub unanswered: &'static str,
     /// Prefix of a request that breaks core's rules and cannot be shown.
     pub cannot_show: &'static str,
+    /// Button: write a message in place of finishing the batch.
+    pub reply_instead: &'static str,
+    /// The reply box's name.
+    pub your_reply: &'static str,
+    /// The reply box's placeholder.
+    pub reply_placeholder: &'static str,
+    /// Button: send the reply.
+    pub send_reply: &'static str,
+    /// Button: close the reply box.
+    pub back_to_questions: &'static str,
+    /// The session list's accessible name.
+    pub sessions: &'static str,
+    /// Button: ask for notification permission.
+    pub notify_me: &'static str,
+    /// Shown once notifications are allowed.
+    pub notifications_on: &'static str,
+    /// Shown when notifications were refused, with how to change it.
+    pub notifications_blocked: &'static str,
+    /// Toggle: a short sound when a question arrives.
+    pub arrival_sound: &'static str,
     progress: fn(usize, usize) -> String,
     too_many_pending: fn(usize) -> String,
     waiting: fn(usize) -> String,
     incomplete: fn(usize) -> String,
     step: fn(usize) -> String,
     resolved: fn(Option<Outcome>) -> &'static str,
+    asked_by: fn(&str) -> String,
+    someone_asks: fn(Option<&str>) -> String,
+    age: fn(Age) -> String,
+    waiting_count: fn(usize) -> String,
+    record_outcome: fn(Outcome) -> &'static str,
 }
 
 impl Texts {
@@ -158,6 +184,31 @@ impl Texts {
     /// A request went away without this tab resolving it.
     pub fn resolved(&self, outcome: Option<Outcome>) -> &'static str {
         (self.resolved)(outcome)
+    }
+
+    /// Who asked, e.g. "asked by Claude Code".
+    pub fn asked_by(&self, name: &str) -> String {
+        (self.asked_by)(name)
+    }
+
+    /// How long ago a question was asked ("2 min ago").
+    pub fn age(&self, age: Age) -> String {
+        (self.age)(age)
+    }
+
+    /// A notification's title: who asks.
+    pub fn someone_asks(&self, name: Option<&str>) -> String {
+        (self.someone_asks)(name)
+    }
+
+    /// A session's waiting count, for screen readers ("2 waiting").
+    pub fn waiting_count(&self, count: usize) -> String {
+        (self.waiting_count)(count)
+    }
+
+    /// How a resolved batch ended, in the transcript ("Cancelled", …).
+    pub fn record_outcome(&self, outcome: Outcome) -> &'static str {
+        (self.record_outcome)(outcome)
     }
 
     /// A request arrived while the page already holds `limit` of them.
@@ -203,6 +254,16 @@ static EN: Texts = Texts {
     answered: "answered",
     unanswered: "not answered yet",
     cannot_show: "A question from the agent cannot be shown:",
+    reply_instead: "Reply instead",
+    your_reply: "Your reply",
+    reply_placeholder: "Write to the agent instead of answering; what you answered so far is sent too",
+    send_reply: "Send reply",
+    back_to_questions: "Back to the questions",
+    sessions: "Sessions",
+    notify_me: "Notify me",
+    notifications_on: "Notifications on",
+    notifications_blocked: "Notifications are blocked: allow them for this site in the browser's site settings, then reload.",
+    arrival_sound: "Sound",
     progress: |current, total| format!("{current} of {total}"),
     too_many_pending: |limit| {
         format!(
@@ -222,6 +283,25 @@ static EN: Texts = Texts {
         }
         Some(Outcome::Timeout) => "This request timed out.",
         None => "This request was already resolved elsewhere.",
+    },
+    asked_by: |name| format!("asked by {name}"),
+    someone_asks: |name| match name {
+        Some(name) => format!("{name} asks"),
+        None => "An agent asks".to_owned(),
+    },
+    waiting_count: |count| format!("{count} waiting"),
+    age: |age| match age {
+        Age::JustNow => "just now".to_owned(),
+        Age::Minutes(n) => format!("{n} min ago"),
+        Age::Hours(n) => format!("{n} h ago"),
+        Age::Days(n) => format!("{n} d ago"),
+    },
+    record_outcome: |outcome| match outcome {
+        Outcome::Answered => "Answered",
+        Outcome::Cancelled => "Cancelled",
+        Outcome::Timeout => "Timed out",
+        Outcome::Aborted => "The agent stopped waiting",
+        Outcome::Disposed => "The host shut down before an answer",
     },
     waiting: |count| match count {
         1 => "1 more request waiting".to_owned(),
@@ -266,6 +346,16 @@ static ZH: Texts = Texts {
     answered: "已回答",
     unanswered: "尚未回答",
     cannot_show: "智能体的一个问题无法显示：",
+    reply_instead: "改为回复",
+    your_reply: "你的回复",
+    reply_placeholder: "不逐一回答，直接给智能体写一段话；已回答的部分也会一并发送",
+    send_reply: "发送回复",
+    back_to_questions: "返回问题",
+    sessions: "会话",
+    notify_me: "通知我",
+    notifications_on: "通知已开启",
+    notifications_blocked: "通知已被阻止：请在浏览器的网站设置中允许此网站的通知，然后刷新页面。",
+    arrival_sound: "提示音",
     progress: |current, total| format!("第 {current} 题，共 {total} 题"),
     too_many_pending: |limit| {
         format!(
@@ -280,6 +370,25 @@ static ZH: Texts = Texts {
         Some(Outcome::Aborted) | Some(Outcome::Disposed) => "智能体已不再等待此请求。",
         Some(Outcome::Timeout) => "此请求已超时。",
         None => "此请求已在别处处理。",
+    },
+    asked_by: |name| format!("{name} 提问"),
+    someone_asks: |name| match name {
+        Some(name) => format!("{name} 在提问"),
+        None => "智能体在提问".to_owned(),
+    },
+    waiting_count: |count| format!("{count} 个等待中"),
+    age: |age| match age {
+        Age::JustNow => "刚刚".to_owned(),
+        Age::Minutes(n) => format!("{n} 分钟前"),
+        Age::Hours(n) => format!("{n} 小时前"),
+        Age::Days(n) => format!("{n} 天前"),
+    },
+    record_outcome: |outcome| match outcome {
+        Outcome::Answered => "已回答",
+        Outcome::Cancelled => "已取消",
+        Outcome::Timeout => "已超时",
+        Outcome::Aborted => "智能体已不再等待",
+        Outcome::Disposed => "主机在回答前已关闭",
     },
     waiting: |count| format!("还有 {count} 个请求在等待"),
 };

@@ -7,7 +7,7 @@
 //! parser and formatter stay out of the page's wasm. Natively (the unit
 //! tests) it is serde_json, with the same results.
 
-use ask_user_core::wire::SessionEvent;
+use ask_user_core::wire::{SessionEvent, Transcript};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -50,5 +50,43 @@ pub fn session_event(name: &str, data: &str) -> Option<SessionEvent> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         SessionEvent::parse(name, data)
+    }
+}
+
+/// The body of `GET …/transcript`. In the browser each entry's `kind` is read
+/// first and the entry then parsed as a message or a record: serde's
+/// internally tagged enums buffer every entry in serde's `Content` first,
+/// code (and float formatting for its errors) the page does not need.
+/// An entry of a kind this page does not know (a newer host) is skipped.
+pub fn transcript(text: &str) -> Option<Transcript> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        use ask_user_core::wire::TranscriptEntry;
+        use wasm_bindgen::JsCast;
+        let value = js_sys::JSON::parse(text).ok()?;
+        let entries: js_sys::Array = js_sys::Reflect::get(&value, &"entries".into())
+            .ok()?
+            .dyn_into()
+            .ok()?;
+        let mut out = Vec::new();
+        for entry in entries.iter() {
+            let kind = js_sys::Reflect::get(&entry, &"kind".into())
+                .ok()?
+                .as_string();
+            out.push(match kind.as_deref() {
+                Some("message") => {
+                    TranscriptEntry::Message(serde_wasm_bindgen::from_value(entry).ok()?)
+                }
+                Some("record") => {
+                    TranscriptEntry::Record(serde_wasm_bindgen::from_value(entry).ok()?)
+                }
+                _ => continue,
+            });
+        }
+        Some(Transcript { entries: out })
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        serde_json::from_str(text).ok()
     }
 }

@@ -22,11 +22,15 @@
 //! Styles live in `style/composer.css` (also [`STYLESHEET`]), every class under
 //! the `auq-` prefix.
 
+pub mod attention;
 pub mod composer;
 pub mod conversation;
 pub mod i18n;
+pub mod inbox;
 pub mod json;
 pub mod markdown;
+pub mod notify;
+pub mod page;
 pub mod question_view;
 pub mod session;
 pub mod slot;
@@ -39,7 +43,9 @@ pub use conversation::{
     conversation_view_with,
 };
 pub use i18n::{Lang, Locale, Texts};
+pub use inbox::{INBOX_LOCK, Inbox, InboxTransport, use_inbox};
 pub use markdown::Markdown;
+pub use page::{PageHost, page, page_view, page_view_with};
 pub use question_view::QuestionView;
 pub use session::{
     QuestionSession, UseQuestionStreamReturn, use_question_stream, use_question_stream_with,

@@ -9,7 +9,8 @@ use crate::transport::{
 use ask_user_core::SessionId;
 use ask_user_core::keys::KeyInput;
 use ask_user_core::questionnaire::{Action, Effect, Questionnaire, ViewModel, apply, view};
-use ask_user_core::wire::{MessageCreated, SessionEvent};
+use ask_user_core::transcript;
+use ask_user_core::wire::{MessageCreated, SessionEvent, TranscriptEntry};
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use wasm_bindgen::JsCast;
@@ -141,6 +142,9 @@ pub struct UseQuestionStreamReturn {
     pub session: QuestionSession,
     /// The transcript, in arrival order, without duplicates.
     pub messages: ReadSignal<Vec<MessageCreated>>,
+    /// The conversation: messages and the records of resolved questions, from
+    /// `GET …/transcript` and the stream, each once, in time order.
+    pub entries: ReadSignal<Vec<TranscriptEntry>>,
     /// Whether the event stream is up.
     pub status: ReadSignal<StreamStatus>,
 }
@@ -171,10 +175,28 @@ pub fn use_question_stream(
 pub fn use_question_stream_with(transport: Transport) -> UseQuestionStreamReturn {
     let session = QuestionSession::new(transport.clone());
     let (messages, set_messages) = signal(Vec::<MessageCreated>::new());
+    let (entries, set_entries) = signal(Vec::<TranscriptEntry>::new());
     let (status, set_status) = signal(StreamStatus::Closed);
+    let add = move |entry: TranscriptEntry| {
+        let _ = set_entries.try_update(|list| transcript::merge(list, entry));
+    };
+    // Every open loads the transcript again: what was resolved while this tab
+    // was hidden (its stream closed) comes back with it.
+    let load = {
+        let transport = transport.clone();
+        move || {
+            let load = transport.load_transcript();
+            leptos::task::spawn_local(async move {
+                if let Ok(loaded) = load.await {
+                    loaded.entries.into_iter().for_each(add);
+                }
+            });
+        }
+    };
     let sink = EventSink::new(
         move |event| match event {
             SessionEvent::MessageCreated(message) => {
+                add(TranscriptEntry::Message(message.clone()));
                 // Reopens replay the transcript: keep each id once.
                 let _ = set_messages.try_update(|list| {
                     if !list.iter().any(|m| m.id == message.id) {
@@ -182,9 +204,20 @@ pub fn use_question_stream_with(transport: Transport) -> UseQuestionStreamReturn
                     }
                 });
             }
+            SessionEvent::QuestionResolved(resolved) => {
+                if let Some(record) = resolved.record.clone() {
+                    add(TranscriptEntry::Record(record));
+                }
+                session.dispatch(Action::FrameReceived(SessionEvent::QuestionResolved(
+                    resolved,
+                )));
+            }
             frame => session.dispatch(Action::FrameReceived(frame)),
         },
         move |s| {
+            if s == StreamStatus::Open {
+                load();
+            }
             let _ = set_status.try_set(s);
         },
     );
@@ -228,6 +261,7 @@ pub fn use_question_stream_with(transport: Transport) -> UseQuestionStreamReturn
     UseQuestionStreamReturn {
         session,
         messages,
+        entries,
         status,
     }
 }

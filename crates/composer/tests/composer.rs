@@ -1044,3 +1044,145 @@ async fn an_event_stream_that_cannot_be_created_says_disconnected_instead_of_con
     drop(handle);
     root.remove();
 }
+
+/// A `message/created` frame, from JSON (so new fields of the frame do not
+/// break the test).
+fn message(id: &str, role: &str, text: &str) -> ask_user_core::wire::SessionEvent {
+    let json = serde_json::json!({"id": id, "role": role, "text": text}).to_string();
+    ask_user_core::wire::SessionEvent::parse(ask_user_core::wire::MESSAGE_CREATED, &json)
+        .expect("a valid message frame")
+}
+
+#[wasm_bindgen_test]
+async fn agent_messages_render_as_sanitised_markdown_and_a_script_in_one_never_runs() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    let page = mount(&host);
+    settle().await;
+    host.emit(message(
+        "m1",
+        "agent",
+        "## Plan\n\nUse **Postgres** and `sqlx`.\n\n<script>window.auqMessagePwned = 1</script>\
+         <img src=x onerror=\"window.auqMessagePwned = 2\">",
+    ));
+    host.emit(message("m2", "user", "**not bold** <b>as typed</b>"));
+    settle().await;
+    let agent = page.q("[data-auq=message-item][data-id=m1]");
+    let find = |selector: &str| agent.query_selector(selector).unwrap();
+    assert_eq!(
+        find("h4").and_then(|h| h.text_content()).as_deref(),
+        Some("Plan"),
+        "## becomes a heading: {}",
+        agent.inner_html()
+    );
+    assert_eq!(
+        find("strong").and_then(|s| s.text_content()).as_deref(),
+        Some("Postgres")
+    );
+    assert_eq!(
+        find("code").and_then(|s| s.text_content()).as_deref(),
+        Some("sqlx")
+    );
+    assert!(
+        find("script, img, [onerror]").is_none(),
+        "raw HTML is never injected: {}",
+        agent.inner_html()
+    );
+    assert!(agent.text_content().unwrap().contains("<script>"));
+    assert!(
+        js_sys::Reflect::get(&window(), &"auqMessagePwned".into())
+            .unwrap()
+            .is_undefined(),
+        "the script did not run"
+    );
+    let person = page.q("[data-auq=message-item][data-id=m2]");
+    assert!(
+        person.query_selector("*").unwrap().is_none(),
+        "a person's message is plain text: {}",
+        person.inner_html()
+    );
+    assert_eq!(
+        person.text_content().unwrap(),
+        "**not bold** <b>as typed</b>"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_questions_detail_renders_as_markdown_in_the_ordinary_flow() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    let page = mount(&host);
+    settle().await;
+    host.emit(requested(
+        "d1",
+        1,
+        r###"{"questions":[{"id":"go","question":"Ship it?","detail":"## Plan\n\n- **bold** step\n- <script>window.auqDetailPwned=1</script>","options":[{"label":"Yes"},{"label":"No"}]}]}"###,
+    ));
+    settle().await;
+    assert_eq!(page.text("[data-auq=detail] h4"), "Plan");
+    assert_eq!(page.all("[data-auq=detail] li").len(), 2);
+    assert_eq!(page.text("[data-auq=detail] strong"), "bold");
+    assert!(page.try_q("[data-auq=detail] script").is_none());
+    assert!(
+        js_sys::Reflect::get(&window(), &"auqDetailPwned".into())
+            .unwrap()
+            .is_undefined()
+    );
+}
+
+#[wasm_bindgen_test]
+async fn reply_instead_sends_the_answers_so_far_and_the_message_and_enter_in_it_never_submits_the_batch()
+ {
+    let page = page_with_batch("r1").await;
+    click(&page.options()[1]); // SQLite, moves to item 2
+    settle().await;
+    click(&page.button("Reply instead"));
+    settle().await;
+    let reply = page.q("[data-auq=reply]");
+    assert_eq!(
+        active().map(|e| e.get_attribute("data-auq")),
+        Some(Some("reply".to_owned())),
+        "focus moves into the reply box"
+    );
+    assert_eq!(accessible_name(&reply), "Your reply");
+    type_into(&reply, "Let us talk first.");
+    settle().await;
+    assert!(
+        !keydown_with(
+            &reply,
+            "Enter",
+            KeyOpts {
+                shift: true,
+                ..KeyOpts::default()
+            }
+        ),
+        "Shift+Enter is a newline"
+    );
+    assert!(
+        !keydown_with(
+            &reply,
+            "Enter",
+            KeyOpts {
+                is_composing: true,
+                ..KeyOpts::default()
+            }
+        ),
+        "Enter while composing confirms the candidate"
+    );
+    settle().await;
+    assert!(host_posts(&page).is_empty(), "{:?}", host_posts(&page));
+    assert!(keydown_with(&reply, "Enter", KeyOpts::default()));
+    settle().await;
+    let posted: Vec<serde_json::Value> = answers(&page.host.posts())
+        .iter()
+        .map(|(id, batch)| serde_json::json!({"id": id, "batch": batch}))
+        .collect();
+    assert_eq!(
+        posted,
+        vec![serde_json::json!({"id": "r1", "batch": {"answers": [
+            {"id": "db", "selected": ["SQLite"]},
+            {"id": "checks", "selected": []},
+            {"id": "name", "selected": []}
+        ], "note": "Let us talk first."}})]
+    );
+}

@@ -74,6 +74,7 @@
 //! ```
 
 pub mod answer;
+pub mod attention;
 pub mod error;
 pub mod keys;
 pub mod limits;
@@ -85,6 +86,7 @@ pub mod seam;
 pub mod session;
 mod shape;
 pub mod tool;
+pub mod transcript;
 pub mod wire;
 
 pub use answer::{Answer, AnswerBatch};

@@ -176,6 +176,7 @@ fn a_request_nobody_edited_still_takes_its_restored_drafts() {
                     ..ItemDraft::default()
                 }],
                 current: 0,
+                reply: None,
             },
         },
     );

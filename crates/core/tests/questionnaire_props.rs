@@ -119,6 +119,7 @@ fn action_strategy() -> impl Strategy<Value = Action> {
                         skipped: false,
                     }],
                     current,
+                    reply: None,
                 },
             }
         }),

@@ -1231,6 +1231,7 @@ fn a_restore_never_overwrites_what_was_typed_since() {
             ..ItemDraft::default()
         }],
         current: 0,
+        reply: None,
     };
     apply(
         &mut state,

@@ -368,3 +368,40 @@ fn the_notice_is_in_the_view_until_dismissed() {
     apply(&mut state, Action::DismissNotice);
     assert_eq!(view(&state).notice, None);
 }
+
+#[test]
+fn the_card_names_who_asked_capped_for_display_and_nobody_when_the_host_does_not_know() {
+    let frame = |id: &str, asked_by: serde_json::Value| {
+        let data = serde_json::json!({"id": id, "session": "default", "created_at_ms": 5,
+            "request": {"questions": [{"id": "go", "question": "Go?"}]}, "asked_by": asked_by});
+        Action::FrameReceived(
+            ask_user_core::wire::SessionEvent::parse("question/requested", &data.to_string())
+                .unwrap(),
+        )
+    };
+    let mut state = Questionnaire::new();
+    apply(
+        &mut state,
+        frame(
+            "q1",
+            serde_json::json!({"kind": "mcp", "name": "Claude Code"}),
+        ),
+    );
+    assert_eq!(
+        view(&state).active.unwrap().asked_by.as_deref(),
+        Some("Claude Code")
+    );
+
+    let mut state = Questionnaire::new();
+    let long = "n".repeat(128);
+    apply(
+        &mut state,
+        frame("q2", serde_json::json!({"kind": "http", "name": long})),
+    );
+    let shown = view(&state).active.unwrap().asked_by.unwrap();
+    assert_eq!(shown.chars().count(), MAX_SHOWN_ASKER_CHARS);
+
+    let mut state = Questionnaire::new();
+    apply(&mut state, frame("q3", serde_json::Value::Null));
+    assert_eq!(view(&state).active.unwrap().asked_by, None);
+}

@@ -142,6 +142,8 @@ fn ensure_wasm_opt(ctx: &Ctx) -> Result<(), String> {
 pub const NODE_TEST_PACKAGES: &[(&str, &str)] = &[
     // The official TypeScript MCP SDK: tests/tests/mcp_ts_sdk.rs.
     ("@modelcontextprotocol/sdk", "1.32.2"),
+    // The accessibility checker the page is audited with: tests/tests/e2e_a11y.rs.
+    ("axe-core", "4.14.1"),
 ];
 
 /// Where [`NODE_TEST_PACKAGES`] go (apart from wasm-opt's prefix, which they

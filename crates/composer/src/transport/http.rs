@@ -2,7 +2,7 @@
 //! session's event stream with `EventSource`.
 
 use super::{EventSink, EventStream, LocalFuture, PostError, QuestionTransport, StreamStatus};
-use ask_user_core::wire::{ErrorBody, PostMessage};
+use ask_user_core::wire::{ErrorBody, PostMessage, SessionList, Transcript};
 use ask_user_core::{AnswerBatch, SessionId};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
@@ -132,6 +132,93 @@ impl QuestionTransport for HttpTransport {
 
     fn open_events(&self, sink: EventSink) -> EventStream {
         open_event_source(&self.events_url(), sink)
+    }
+
+    fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
+        self.get_json(
+            format!("{}/transcript", self.session_url()),
+            crate::json::transcript,
+        )
+    }
+}
+
+impl HttpTransport {
+    /// `GET {base}/api/events`, the inbox stream (with `?token=` when set).
+    pub fn inbox_events_url(&self) -> String {
+        match &self.token {
+            Some(token) => format!(
+                "{}/api/events?token={}",
+                self.base_url,
+                utf8_percent_encode(token, QUERY_VALUE)
+            ),
+            None => format!("{}/api/events", self.base_url),
+        }
+    }
+
+    /// A GET of JSON, with the Bearer token when set, read by `parse`.
+    fn get_json<T: 'static>(
+        &self,
+        url: String,
+        parse: fn(&str) -> Option<T>,
+    ) -> LocalFuture<Result<T, PostError>> {
+        let token = self.token.clone();
+        Box::pin(async move {
+            let mut request = gloo_net::http::Request::get(&url);
+            if let Some(token) = &token {
+                request = request.header("Authorization", &format!("Bearer {token}"));
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| PostError::network(format!("the host could not be reached: {e}")))?;
+            let status = response.status();
+            let text = response.text().await.unwrap_or_default();
+            if !response.ok() {
+                return Err(error_from_body(status, &text));
+            }
+            parse(&text).ok_or_else(|| PostError {
+                status: Some(status),
+                code: None,
+                message: format!("{url}: the host's answer did not parse"),
+            })
+        })
+    }
+}
+
+impl crate::inbox::InboxTransport for HttpTransport {
+    fn load_sessions(&self) -> LocalFuture<Result<SessionList, PostError>> {
+        self.get_json(
+            format!("{}/api/sessions", self.base_url),
+            crate::json::from_str,
+        )
+    }
+
+    fn open_inbox(&self, on_list: std::rc::Rc<dyn Fn(SessionList)>) -> EventStream {
+        use wasm_bindgen::JsCast;
+        use wasm_bindgen::closure::Closure;
+        let Ok(source) = web_sys::EventSource::new(&self.inbox_events_url()) else {
+            return EventStream::new(|| {});
+        };
+        let listener = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            let data = event
+                .dyn_ref::<web_sys::MessageEvent>()
+                .and_then(|m| m.data().as_string());
+            if let Some(list) = data.and_then(|d| crate::json::from_str::<SessionList>(&d)) {
+                on_list(list);
+            }
+        });
+        let _ = source.add_event_listener_with_callback(
+            ask_user_core::wire::INBOX_CHANGED,
+            listener.as_ref().unchecked_ref(),
+        );
+        EventStream::new(move || {
+            source.close();
+            let _ = source.remove_event_listener_with_callback(
+                ask_user_core::wire::INBOX_CHANGED,
+                listener.as_ref().unchecked_ref(),
+            );
+            drop(listener);
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::{EventSink, EventStream, LocalFuture, PostError, QuestionTransport, StreamStatus};
 use ask_user_core::AnswerBatch;
-use ask_user_core::wire::SessionEvent;
+use ask_user_core::wire::{SessionEvent, SessionList, Transcript};
 use std::rc::Rc;
 
 /// A POST a [`MemoryTransport`] received.
@@ -38,8 +38,13 @@ struct MemoryInner {
     posts: Vec<RecordedPost>,
     replies: std::collections::VecDeque<Result<(), PostError>>,
     replay: Vec<SessionEvent>,
+    transcript: Transcript,
     on_post: Option<PostHook>,
+    sessions: SessionList,
+    inbox_sinks: Vec<(u64, InboxSink)>,
 }
+
+type InboxSink = Rc<dyn Fn(SessionList)>;
 
 /// An in-memory host for tests, fixtures and demos: it records every POST,
 /// answers them from a queue (success by default), replays a list of frames on
@@ -72,6 +77,36 @@ impl MemoryTransport {
     /// Frames every stream open delivers first (the host's replay).
     pub fn set_replay(&self, events: Vec<SessionEvent>) {
         self.inner.borrow_mut().replay = events;
+    }
+
+    /// What `GET /api/sessions` answers from now on.
+    pub fn set_sessions(&self, sessions: SessionList) {
+        self.inner.borrow_mut().sessions = sessions;
+    }
+
+    /// Delivers an `inbox/changed` list to every open inbox stream now.
+    pub fn emit_inbox(&self, sessions: SessionList) {
+        self.inner.borrow_mut().sessions = sessions.clone();
+        let sinks: Vec<InboxSink> = self
+            .inner
+            .borrow()
+            .inbox_sinks
+            .iter()
+            .map(|(_, s)| Rc::clone(s))
+            .collect();
+        for sink in sinks {
+            sink(sessions.clone());
+        }
+    }
+
+    /// How many inbox streams are open now.
+    pub fn inbox_streams(&self) -> usize {
+        self.inner.borrow().inbox_sinks.len()
+    }
+
+    /// What `GET …/transcript` answers from now on.
+    pub fn set_transcript(&self, transcript: Transcript) {
+        self.inner.borrow_mut().transcript = transcript;
     }
 
     /// The reply to the next POST (later POSTs succeed unless queued too).
@@ -133,6 +168,11 @@ impl QuestionTransport for MemoryTransport {
         })
     }
 
+    fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
+        let transcript = self.inner.borrow().transcript.clone();
+        Box::pin(async move { Ok(transcript) })
+    }
+
     fn open_events(&self, sink: EventSink) -> EventStream {
         let key = {
             let mut inner = self.inner.borrow_mut();
@@ -160,6 +200,27 @@ impl QuestionTransport for MemoryTransport {
         let inner = Rc::clone(&self.inner);
         EventStream::new(move || {
             inner.borrow_mut().sinks.retain(|(k, _)| *k != key);
+        })
+    }
+}
+
+impl crate::inbox::InboxTransport for MemoryTransport {
+    fn load_sessions(&self) -> LocalFuture<Result<SessionList, PostError>> {
+        let sessions = self.inner.borrow().sessions.clone();
+        Box::pin(async move { Ok(sessions) })
+    }
+
+    fn open_inbox(&self, on_list: Rc<dyn Fn(SessionList)>) -> EventStream {
+        let key = {
+            let mut inner = self.inner.borrow_mut();
+            inner.next_sink += 1;
+            let key = inner.next_sink;
+            inner.inbox_sinks.push((key, on_list));
+            key
+        };
+        let inner = Rc::clone(&self.inner);
+        EventStream::new(move || {
+            inner.borrow_mut().inbox_sinks.retain(|(k, _)| *k != key);
         })
     }
 }

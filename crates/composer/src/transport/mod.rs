@@ -10,7 +10,7 @@ pub use http::{HttpTransport, error_from_body};
 pub use memory::{MemoryTransport, RecordedPost};
 
 use ask_user_core::AnswerBatch;
-use ask_user_core::wire::SessionEvent;
+use ask_user_core::wire::{SessionEvent, Transcript};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -129,6 +129,11 @@ pub trait QuestionTransport {
     /// Opens the session's event stream, delivering frames to `sink` until the
     /// returned handle is dropped. Every open replays what is pending.
     fn open_events(&self, sink: EventSink) -> EventStream;
+    /// `GET …/transcript`: the conversation so far (messages and the records
+    /// of resolved questions). A host without one has an empty transcript.
+    fn load_transcript(&self) -> LocalFuture<Result<Transcript, PostError>> {
+        Box::pin(async { Ok(Transcript::default()) })
+    }
 }
 
 /// A shared transport, cheap to clone.

@@ -2,6 +2,7 @@
 
 use super::query::{item_state, plan_review_mode};
 use super::types::*;
+use crate::answer::AnswerBatch;
 use crate::request::AskRequest;
 use crate::wire::{Outcome, QuestionRequested, SessionEvent};
 
@@ -57,6 +58,28 @@ pub fn apply(state: &mut Questionnaire, action: Action) -> Vec<Effect> {
             });
             false
         }),
+        Action::ReplyInstead => edit(state, &mut out, |request, out| {
+            out.focus(FocusTarget::ReplyBox);
+            if request.drafts.reply.is_some() {
+                return false;
+            }
+            request.drafts.reply = Some(String::new());
+            true
+        }),
+        Action::ReplyEdited { text } => edit(state, &mut out, |request, _| {
+            match &mut request.drafts.reply {
+                Some(reply) => set(reply, text),
+                None => false,
+            }
+        }),
+        Action::ReplyClosed => edit(state, &mut out, |request, out| {
+            let was_open = request.drafts.reply.take().is_some();
+            if was_open {
+                out.focus(entry_focus(request));
+            }
+            was_open
+        }),
+        Action::SendReply => edit(state, &mut out, send_reply),
         Action::Approve => edit(state, &mut out, |request, out| {
             decide(request, Decision::Approve, out)
         }),
@@ -198,12 +221,13 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out)
     }
     let was_empty = state.requests.is_empty();
     let previous_active = state.requests.first().map(|r| r.id.clone());
-    let request = new_request(
+    let mut request = new_request(
         frame.id.clone(),
         frame.request,
         frame.created_at_ms,
         state.arrivals,
     );
+    request.asked_by = frame.asked_by;
     state.arrivals += 1;
     let position = state
         .requests
@@ -255,9 +279,11 @@ fn new_request(
             })
             .collect(),
         current: 0,
+        reply: None,
     };
     let mut pending = PendingRequest {
         id,
+        asked_by: None,
         request,
         created_at_ms,
         arrival,
@@ -386,6 +412,7 @@ fn restore(state: &mut Questionnaire, id: &str, saved: Drafts, out: &mut Out) {
         }
     }
     request.drafts.current = saved.current.min(request.len() - 1);
+    request.drafts.reply = saved.reply;
     request.option_focus = first_option_focus(request);
     request.touched = true;
     if is_active {
@@ -568,9 +595,42 @@ fn decide(request: &mut PendingRequest, decision: Decision, out: &mut Out) -> bo
     changed
 }
 
+/// "Send reply": what is answered so far, the rest skipped, and the reply as
+/// the batch's `note` (core's answer rules check it like the rest).
+fn send_reply(request: &mut PendingRequest, out: &mut Out) -> bool {
+    let Some(note) = request
+        .drafts
+        .reply
+        .as_deref()
+        .filter(|reply| !reply.trim().is_empty())
+        .map(str::to_owned)
+    else {
+        return false;
+    };
+    let batch = request.answer_batch().and_then(|batch| {
+        AnswerBatch {
+            note: Some(note),
+            ..batch
+        }
+        .normalize(&request.request)
+    });
+    post_answer(request, batch, out);
+    false
+}
+
 /// Posts the batch; only ever called on a complete request.
 fn submit(request: &mut PendingRequest, out: &mut Out) {
-    match request.answer_batch() {
+    let batch = request.answer_batch();
+    post_answer(request, batch, out);
+}
+
+/// Posts a batch, or shows why it cannot be sent (keeping everything).
+fn post_answer(
+    request: &mut PendingRequest,
+    batch: Result<AnswerBatch, crate::UserInteractionError>,
+    out: &mut Out,
+) {
+    match batch {
         Ok(batch) => {
             request.status = Status::Sending(SendKind::Answer);
             out.effect(Effect::PostAnswer {

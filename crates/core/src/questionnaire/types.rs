@@ -62,6 +62,8 @@ impl<T> Versioned<T> {
 pub struct PendingRequest {
     /// The host's id of the ask (the `question/requested` frame's `id`).
     pub id: String,
+    /// Who asked, when the host knows (display text only).
+    pub asked_by: Option<crate::wire::AskedBy>,
     /// What is asked.
     pub request: AskRequest,
     /// When the host registered it (Unix milliseconds).
@@ -113,6 +115,10 @@ pub struct Drafts {
     /// The item shown (0-based).
     #[serde(default)]
     pub current: usize,
+    /// "Reply instead": the person's message while its box is open (untrimmed);
+    /// `None` while closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
 }
 
 /// What was chosen and typed for one question.
@@ -271,6 +277,19 @@ pub enum Action {
     Submit,
     /// "Cancel questions": cancel the whole request.
     Close,
+    /// "Reply instead": open the reply box, where the person writes a message
+    /// in place of finishing the batch.
+    ReplyInstead,
+    /// The reply box changed (its whole new value).
+    ReplyEdited {
+        /// The text as typed, untrimmed.
+        text: String,
+    },
+    /// "Send reply": post what is answered so far (the rest skipped) with the
+    /// reply as the batch's `note`. Nothing happens while the reply is blank.
+    SendReply,
+    /// Close the reply box (back to the questions; its text is dropped).
+    ReplyClosed,
     /// Plan review: the approve button (chooses the approve option and submits).
     Approve,
     /// Plan review: the decline button (chooses the other option and submits).
@@ -361,6 +380,8 @@ pub enum FocusTarget {
     Option(usize),
     /// The free-text box of the current item.
     TextBox,
+    /// The "Reply instead" box.
+    ReplyBox,
     /// The slot itself (e.g. the plan-review panel), not any control in it.
     Slot,
     /// The normal composer's message box: the slot closed.

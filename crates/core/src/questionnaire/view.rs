@@ -39,6 +39,10 @@ pub struct RequestView {
     pub id: String,
     /// When the host registered it (Unix milliseconds).
     pub created_at_ms: u64,
+    /// The text of its first question (the tab title and notifications name it).
+    pub first_question: String,
+    /// Who asked (the asker's name, at most 64 characters), when the host knows.
+    pub asked_by: Option<String>,
     /// Editing, sending, sent or failed.
     pub phase: Phase,
     /// The person can change things: options, text and every button but the
@@ -57,6 +61,17 @@ pub struct RequestView {
     pub progress: Option<Progress>,
     /// The card below the strip.
     pub body: Body,
+    /// The "Reply instead" box, while open.
+    pub reply: Option<ReplyView>,
+}
+
+/// The "Reply instead" box: a message in place of finishing the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyView {
+    /// The text as typed.
+    pub text: String,
+    /// The reply is not blank, so "Send reply" posts it.
+    pub can_send: bool,
 }
 
 /// What a request is doing (`data-status`).
@@ -227,6 +242,9 @@ pub struct PlanView {
     pub decline: Option<String>,
 }
 
+/// The most characters of an asker's name the card shows.
+pub const MAX_SHOWN_ASKER_CHARS: usize = 64;
+
 /// The view model of `state`.
 pub fn view(state: &Questionnaire) -> ViewModel {
     ViewModel {
@@ -240,6 +258,11 @@ pub fn view(state: &Questionnaire) -> ViewModel {
 }
 
 impl ViewModel {
+    /// How many requests are pending: the active one and those behind it.
+    pub fn pending(&self) -> usize {
+        usize::from(self.active.is_some()) + self.waiting
+    }
+
     /// The item shown, when the active request is in the generic flow.
     pub fn item(&self) -> Option<&ItemView> {
         match &self.active.as_ref()?.body {
@@ -273,6 +296,11 @@ fn request_view(request: &PendingRequest) -> RequestView {
     RequestView {
         id: request.id.clone(),
         created_at_ms: request.created_at_ms,
+        first_question: request.request.questions[0].question.clone(),
+        asked_by: request
+            .asked_by
+            .as_ref()
+            .map(|a| crate::attention::shorten(&a.name, MAX_SHOWN_ASKER_CHARS)),
         phase: match request.status {
             Status::Editing => Phase::Editing,
             Status::Sending(_) => Phase::Sending,
@@ -286,6 +314,10 @@ fn request_view(request: &PendingRequest) -> RequestView {
         chip,
         progress,
         body,
+        reply: request.drafts.reply.as_ref().map(|text| ReplyView {
+            text: text.clone(),
+            can_send: !text.trim().is_empty(),
+        }),
     }
 }
 

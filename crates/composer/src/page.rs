@@ -1,0 +1,301 @@
+//! The page (frontend/): a session list over every agent's sessions (the
+//! inbox), the shown session's conversation, and the tab's attention signals:
+//! title, favicon badge, app badge, notifications while hidden, and an
+//! optional arrival sound. An embed mounts [`Conversation`] alone and leaves
+//! the page around it (its title, its notifications) alone.
+
+use crate::attention::{Waiting, use_attention};
+use crate::conversation::{Conversation, MountOptions};
+use crate::i18n::{Texts, use_locale};
+use crate::inbox::{INBOX_LOCK, Inbox, InboxTransport, use_inbox};
+use crate::notify::{self, Permission};
+use crate::session::use_question_stream_with;
+use crate::transport::{HttpTransport, Transport};
+use ask_user_core::SessionId;
+use ask_user_core::attention::{self, arrivals};
+use ask_user_core::wire::SessionList;
+use leptos::prelude::*;
+use std::rc::Rc;
+
+/// How the page reaches its host.
+#[derive(Clone)]
+pub struct PageHost {
+    /// The session shown first.
+    pub session: SessionId,
+    /// The transport of a session.
+    pub transport_for: Rc<dyn Fn(&SessionId) -> Transport>,
+    /// The inbox and the lock / channel name its tabs share; `None` for a
+    /// page without one (the fixtures).
+    pub inbox: Option<(Rc<dyn InboxTransport>, String)>,
+}
+
+impl PageHost {
+    /// The ask-user host's HTTP API, with the inbox.
+    pub fn http(options: MountOptions) -> Self {
+        let MountOptions {
+            base_url,
+            session,
+            token,
+        } = options;
+        let inbox: Rc<dyn InboxTransport> = Rc::new(HttpTransport::new(
+            base_url.clone(),
+            session.clone(),
+            token.clone(),
+        ));
+        Self {
+            session,
+            transport_for: Rc::new(move |session: &SessionId| {
+                Transport::new(HttpTransport::new(
+                    base_url.clone(),
+                    session.clone(),
+                    token.clone(),
+                ))
+            }),
+            inbox: Some((inbox, INBOX_LOCK.to_owned())),
+        }
+    }
+
+    /// One transport for the shown session, no inbox (fixtures, tests).
+    pub fn single(transport: Transport) -> Self {
+        Self {
+            session: SessionId::default(),
+            transport_for: Rc::new(move |_: &SessionId| transport.clone()),
+            inbox: None,
+        }
+    }
+}
+
+/// The page over the host's HTTP API.
+pub fn page_view(options: MountOptions) -> impl IntoView {
+    page(PageHost::http(options))
+}
+
+/// The page over one transport, without an inbox (fixtures).
+pub fn page_view_with(transport: Transport) -> impl IntoView {
+    page(PageHost::single(transport))
+}
+
+/// The page over any host.
+pub fn page(host: PageHost) -> impl IntoView {
+    let texts = use_locale().texts();
+    let shown = RwSignal::new(host.session.clone());
+    let inbox = host
+        .inbox
+        .as_ref()
+        .map(|(t, name)| use_inbox(Rc::clone(t), name));
+    let shown_waiting = RwSignal::new(Waiting::default());
+    let sessions = move || inbox.and_then(|i| i.sessions.get());
+    use_attention(Signal::derive(move || {
+        let here = shown_waiting.get();
+        let list = sessions();
+        let (pending, first_question) =
+            attention::waiting(list.as_ref(), here.pending, here.first_question.as_deref());
+        Waiting {
+            pending,
+            first_question,
+        }
+    }));
+    let open = Callback::new(move |session: String| {
+        if let Ok(session) = SessionId::parse(&session) {
+            show_session(shown, session);
+        }
+    });
+    if let Some(inbox) = inbox {
+        use_notifications(inbox, texts, open);
+    }
+    let transport_for = StoredValue::new_local(host.transport_for);
+    let conversation = move || {
+        let session = shown.get();
+        let stream = use_question_stream_with(transport_for.with_value(|t| t(&session)));
+        let view_model = stream.session.view();
+        Effect::new(move |_| {
+            let now = view_model.with(|v| Waiting {
+                pending: v.pending(),
+                first_question: v.active.as_ref().map(|a| a.first_question.clone()),
+            });
+            shown_waiting.set(now);
+        });
+        view! { <Conversation stream /> }
+    };
+    view! {
+        <header class="auq-page__header">
+            <h1 class="auq-page__title">"ask-user"</h1>
+            <span class="auq-page__session" data-auq="session">{move || shown.get().to_string()}</span>
+            {inbox.map(|_| view! { <AttentionControls texts /> })}
+        </header>
+        {inbox.map(|inbox| view! { <SessionSwitcher inbox shown texts open /> })}
+        {conversation}
+    }
+}
+
+/// Shows `session` and puts it in the address bar (`?session=`), keeping the
+/// rest of the address (a reload shows the same session).
+fn show_session(shown: RwSignal<SessionId>, session: SessionId) {
+    if shown.get_untracked() == session {
+        return;
+    }
+    if let Some(window) = web_sys::window() {
+        let url = web_sys::Url::new(&window.location().href().unwrap_or_default()).ok();
+        if let (Some(url), Ok(history)) = (url, window.history()) {
+            url.search_params().set("session", session.as_str());
+            let _ =
+                history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url.href()));
+        }
+    }
+    shown.set(session);
+}
+
+/// The inbox: every session with something waiting or recent activity, its
+/// pending count and who asked; a click shows it. Drafts stay in
+/// sessionStorage per question, so switching back restores them.
+#[component]
+fn SessionSwitcher(
+    inbox: Inbox,
+    shown: RwSignal<SessionId>,
+    texts: &'static Texts,
+    open: Callback<String>,
+) -> impl IntoView {
+    let entries = move || {
+        let mut list = inbox.sessions.get().unwrap_or_default().sessions;
+        // The shown session is always there, even before its first activity.
+        let here = shown.get();
+        if !list.iter().any(|s| s.id == here.as_str()) {
+            list.push(ask_user_core::wire::SessionEntry {
+                id: here.to_string(),
+                pending: 0,
+                last_activity_ms: 0,
+                asked_by: None,
+                first_question: None,
+            });
+        }
+        list
+    };
+    view! {
+        <nav class="auq-inbox" data-auq="inbox" aria-label=texts.sessions>
+            <ul class="auq-inbox__list">
+                <For each=entries key=|s| (s.id.clone(), s.pending, s.asked_by.as_ref().map(|a| a.name.clone())) let(entry)>
+                    {
+                        let id = entry.id.clone();
+                        let current = {
+                            let id = id.clone();
+                            move || shown.get().as_str() == id
+                        };
+                        let by = entry.asked_by.as_ref().map(|a| a.name.clone());
+                        let pending = entry.pending;
+                        let label = match &by {
+                            Some(by) => format!("{} · {by}", entry.id),
+                            None => entry.id.clone(),
+                        };
+                        let click_id = id.clone();
+                        view! {
+                            <li>
+                                <button
+                                    type="button"
+                                    class="auq-inbox__session"
+                                    data-auq="inbox-session"
+                                    data-session=id.clone()
+                                    data-pending=pending.to_string()
+                                    aria-current=move || current().then_some("page")
+                                    on:click=move |_| open.run(click_id.clone())
+                                >
+                                    <span class="auq-inbox__name">{label}</span>
+                                    {(pending > 0).then(|| view! {
+                                        <span class="auq-inbox__badge" data-auq="inbox-badge">
+                                            <span class="auq-visually-hidden">{texts.waiting_count(pending as usize)}</span>
+                                            <span aria-hidden="true">{pending}</span>
+                                        </span>
+                                    })}
+                                </button>
+                            </li>
+                        }
+                    }
+                </For>
+            </ul>
+        </nav>
+    }
+}
+
+/// "Notify me" (asks for permission; says how to undo a refusal) and the
+/// arrival-sound toggle.
+#[component]
+fn AttentionControls(texts: &'static Texts) -> impl IntoView {
+    let permission = RwSignal::new(notify::permission());
+    let sound = RwSignal::new(notify::sound_on());
+    let ask = move |_| {
+        leptos::task::spawn_local(async move {
+            permission.set(notify::request_permission().await);
+        });
+    };
+    let notify_control = move || {
+        match permission.get() {
+        Permission::Ask => Some(
+            view! {
+                <button type="button" class="auq-btn auq-btn--quiet" data-auq="notify" on:click=ask>
+                    {texts.notify_me}
+                </button>
+            }
+            .into_any(),
+        ),
+        Permission::Granted => Some(
+            view! { <span class="auq-page__note" data-auq="notify-state">{texts.notifications_on}</span> }
+                .into_any(),
+        ),
+        Permission::Denied => Some(
+            view! { <span class="auq-page__note" data-auq="notify-state">{texts.notifications_blocked}</span> }
+                .into_any(),
+        ),
+        Permission::Unsupported => None,
+    }
+    };
+    view! {
+        <div class="auq-page__controls">
+            {notify_control}
+            <button
+                type="button"
+                class="auq-btn auq-btn--quiet"
+                data-auq="sound"
+                aria-pressed=move || sound.get().to_string()
+                on:click=move |_| {
+                    let on = !sound.get_untracked();
+                    notify::set_sound(on);
+                    sound.set(on);
+                    if on {
+                        notify::beep();
+                    }
+                }
+            >
+                {texts.arrival_sound}
+            </button>
+        </div>
+    }
+}
+
+/// One notification per new batch while this tab is hidden, from the tab that
+/// holds the inbox stream (so one tab notifies, not every tab); the sound, when
+/// on, on every arrival. Never moves focus: only a click on a notification does.
+fn use_notifications(inbox: Inbox, texts: &'static Texts, open: Callback<String>) {
+    Effect::new(move |before: Option<Option<SessionList>>| {
+        let now = inbox.sessions.get();
+        let Some(list) = now.clone() else {
+            return now;
+        };
+        if !inbox.holder.get_untracked() {
+            return now;
+        }
+        let due = arrivals(before.flatten().as_ref(), &list);
+        if due.is_empty() {
+            return now;
+        }
+        if notify::sound_on() {
+            notify::beep();
+        }
+        if document().hidden() {
+            for arrival in &due {
+                let title = texts.someone_asks(arrival.asked_by.as_deref());
+                let body = arrival.question.clone().unwrap_or_default();
+                notify::notify(&title, &body, arrival, move |session| open.run(session));
+            }
+        }
+        now
+    });
+}

@@ -1,0 +1,467 @@
+//! Browser tests of what the page adds around the conversation: the tab's
+//! attention signals (title, favicon badge, notifications, sound), the
+//! session list and the one inbox stream shared by every tab. A binary of its
+//! own: they read and write the document's title, icon, address and
+//! `window.Notification`, which the composer's other tests never touch.
+#![cfg(target_arch = "wasm32")]
+
+mod support;
+
+use ask_user_composer::{
+    InboxTransport, MemoryTransport, PageHost, Transport, page, page_view_with,
+};
+use ask_user_core::SessionId;
+use leptos::mount::mount_to;
+use std::rc::Rc;
+use support::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+const DB: &str = r#"{"questions":[{"id":"db","question":"Which database?","options":[{"label":"Postgres"},{"label":"SQLite"}]}]}"#;
+const NAME: &str = r#"{"questions":[{"id":"name","question":"What should we call it?"}]}"#;
+
+fn favicon() -> String {
+    document()
+        .query_selector("link[rel~=icon]")
+        .unwrap()
+        .and_then(|l| l.get_attribute("href"))
+        .unwrap_or_default()
+}
+
+/// The favicon's SVG, decoded from its data URL.
+fn favicon_svg() -> String {
+    let href = favicon();
+    let body = href
+        .strip_prefix("data:image/svg+xml,")
+        .unwrap_or_else(|| panic!("the favicon is a drawn SVG, not {href:?}"));
+    js_sys::decode_uri_component(body).unwrap().into()
+}
+
+#[wasm_bindgen_test]
+async fn the_title_and_favicon_badge_count_waiting_questions_and_return_to_normal() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    let root = container();
+    let transport = Transport::new(host.clone());
+    let handle = mount_to(root.clone(), move || page_view_with(transport));
+    settle().await;
+    assert_eq!(document().title(), "ask-user");
+    assert!(
+        !favicon_svg().contains("<circle"),
+        "no badge while nothing waits"
+    );
+
+    host.emit(requested("q1", 1, DB));
+    settle().await;
+    assert_eq!(document().title(), "(1) Which database? · ask-user");
+    assert!(favicon_svg().contains(">1</text>"), "{}", favicon_svg());
+
+    host.emit(requested("q2", 2, NAME));
+    settle().await;
+    assert_eq!(
+        document().title(),
+        "(2) Which database? · ask-user",
+        "the oldest question names the tab"
+    );
+    assert!(favicon_svg().contains(">2</text>"), "{}", favicon_svg());
+
+    host.emit(resolved("q1", ANSWERED));
+    settle().await;
+    assert_eq!(document().title(), "(1) What should we call it? · ask-user");
+
+    host.emit(resolved("q2", CANCELLED));
+    settle().await;
+    assert_eq!(document().title(), "ask-user");
+    assert!(!favicon_svg().contains("<circle"), "{}", favicon_svg());
+    drop(handle);
+    root.remove();
+}
+
+fn sessions(entries: &[(&str, u32, Option<&str>)]) -> ask_user_core::wire::SessionList {
+    let sessions: Vec<serde_json::Value> = entries
+        .iter()
+        .map(|(id, pending, question)| {
+            serde_json::json!({"id": id, "pending": pending, "last_activity_ms": 1,
+                "asked_by": {"kind": "mcp", "name": "Claude Code"}, "first_question": question})
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "sessions": sessions })).unwrap()
+}
+
+/// A page over memory hosts: one per session, and the inbox (`lock` names
+/// the Web Lock and channel, so tests never share one).
+fn page_over(
+    hosts: &[(&str, MemoryTransport)],
+    inbox: &MemoryTransport,
+    lock: &str,
+) -> (web_sys::HtmlElement, Box<dyn std::any::Any>) {
+    let root = container();
+    let hosts: Vec<(String, MemoryTransport)> = hosts
+        .iter()
+        .map(|(s, h)| (s.to_string(), h.clone()))
+        .collect();
+    let inbox: Rc<dyn InboxTransport> = Rc::new(inbox.clone());
+    let lock = lock.to_owned();
+    let handle = mount_to(root.clone(), move || {
+        let hosts = hosts.clone();
+        page(PageHost {
+            session: SessionId::default(),
+            transport_for: Rc::new(move |session: &SessionId| {
+                let host = hosts
+                    .iter()
+                    .find(|(s, _)| s == session.as_str())
+                    .map(|(_, h)| h.clone())
+                    .unwrap_or_default();
+                Transport::new(host)
+            }),
+            inbox: Some((Rc::clone(&inbox), lock.clone())),
+        })
+    });
+    (root, Box::new(handle))
+}
+
+/// Replaces `window.Notification` with a recorder: `window.__notes` lists
+/// `[title, body, tag]` of each one created.
+fn stub_notifications(permission: &str) {
+    let script = format!(
+        "window.__notes = [];
+         window.Notification = class {{
+           constructor(title, options) {{ window.__notes.push([title, options.body, options.tag]); this.onclick = null; window.__lastNote = this; }}
+           close() {{}}
+           static get permission() {{ return '{permission}'; }}
+           static requestPermission() {{ return Promise.resolve('{permission}'); }}
+         }};"
+    );
+    js_sys::eval(&script).unwrap();
+}
+
+fn notes() -> Vec<Vec<String>> {
+    let notes = js_sys::eval("JSON.stringify(window.__notes || [])").unwrap();
+    serde_json::from_str(&notes.as_string().unwrap()).unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn the_signals_count_every_session_of_the_inbox_and_the_list_shows_each_sessions_count() {
+    clear_session_storage();
+    let (default, other, inbox) = (
+        MemoryTransport::new(),
+        MemoryTransport::new(),
+        MemoryTransport::new(),
+    );
+    let (root, handle) = page_over(
+        &[("default", default.clone()), ("other", other.clone())],
+        &inbox,
+        "auq-test-count",
+    );
+    settle().await;
+    assert_eq!(document().title(), "ask-user");
+    inbox.emit_inbox(sessions(&[
+        ("other", 2, Some("Deploy now?")),
+        ("default", 0, None),
+    ]));
+    settle().await;
+    assert_eq!(
+        document().title(),
+        "(2) Deploy now? · ask-user",
+        "a question in another session names the tab"
+    );
+    let badge = root
+        .query_selector("[data-auq=inbox-session][data-session=other] [data-auq=inbox-badge]")
+        .unwrap()
+        .expect("the other session shows its count");
+    assert!(badge.text_content().unwrap().contains('2'));
+
+    default.emit(requested("q1", 1, DB));
+    inbox.emit_inbox(sessions(&[
+        ("other", 2, Some("Deploy now?")),
+        ("default", 1, Some("Which database?")),
+    ]));
+    settle().await;
+    assert_eq!(
+        document().title(),
+        "(3) Which database? · ask-user",
+        "the shown session's question names the tab; the count is every session's"
+    );
+    assert!(favicon_svg().contains(">3</text>"));
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+async fn switching_sessions_shows_the_other_conversation_and_keeps_the_drafts_of_the_first() {
+    clear_session_storage();
+    let (default, other, inbox) = (
+        MemoryTransport::new(),
+        MemoryTransport::new(),
+        MemoryTransport::new(),
+    );
+    default.set_replay(vec![requested("q1", 1, NAME)]);
+    other.set_replay(vec![requested("q2", 2, DB)]);
+    inbox.set_sessions(sessions(&[
+        ("default", 1, Some("What should we call it?")),
+        ("other", 1, Some("Which database?")),
+    ]));
+    let (root, handle) = page_over(
+        &[("default", default.clone()), ("other", other.clone())],
+        &inbox,
+        "auq-test-switch",
+    );
+    settle().await;
+    let text: web_sys::HtmlElement = root
+        .query_selector("[data-auq=text]")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    type_into(&text, "Falcon");
+    settle().await;
+
+    let switch_to = |session: &str| {
+        let button: web_sys::HtmlElement = root
+            .query_selector(&format!("[data-auq=inbox-session][data-session={session}]"))
+            .unwrap()
+            .unwrap_or_else(|| panic!("a button for {session}: {}", root.inner_html()))
+            .dyn_into()
+            .unwrap();
+        button.click();
+    };
+    switch_to("other");
+    settle().await;
+    assert_eq!(
+        root.query_selector(".auq-question")
+            .unwrap()
+            .unwrap()
+            .text_content()
+            .unwrap(),
+        "Which database?"
+    );
+    assert!(
+        window()
+            .location()
+            .search()
+            .unwrap()
+            .contains("session=other"),
+        "the address names the shown session"
+    );
+    assert_eq!(
+        default.open_streams(),
+        0,
+        "the first session's stream closed"
+    );
+
+    switch_to("default");
+    settle().await;
+    let text: web_sys::HtmlTextAreaElement = root
+        .query_selector("[data-auq=text]")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    assert_eq!(text.value(), "Falcon", "the draft came back");
+    let _ = window().history().unwrap().replace_state_with_url(
+        &wasm_bindgen::JsValue::NULL,
+        "",
+        Some(&window().location().pathname().unwrap()),
+    );
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+async fn one_tab_holds_the_inbox_stream_the_others_hear_it_on_the_channel_and_take_over_when_it_closes()
+ {
+    let inbox = MemoryTransport::new();
+    let (first_root, first) = page_over(&[], &inbox, "auq-test-handover");
+    settle().await;
+    let (second_root, second) = page_over(&[], &inbox, "auq-test-handover");
+    settle().await;
+    assert_eq!(inbox.inbox_streams(), 1, "one stream for both tabs");
+    inbox.emit_inbox(sessions(&[("elsewhere", 1, Some("Ship?"))]));
+    settle().await;
+    for root in [&first_root, &second_root] {
+        assert!(
+            root.query_selector("[data-auq=inbox-session][data-session=elsewhere]")
+                .unwrap()
+                .is_some(),
+            "every tab hears the list: {}",
+            root.inner_html()
+        );
+    }
+    drop(first);
+    first_root.remove();
+    settle().await;
+    assert_eq!(
+        inbox.inbox_streams(),
+        1,
+        "the second tab took the stream over"
+    );
+    inbox.emit_inbox(sessions(&[("elsewhere", 2, Some("Ship?"))]));
+    settle().await;
+    assert_eq!(
+        second_root
+            .query_selector("[data-session=elsewhere]")
+            .unwrap()
+            .unwrap()
+            .get_attribute("data-pending")
+            .as_deref(),
+        Some("2")
+    );
+    drop(second);
+    second_root.remove();
+    settle().await;
+    assert_eq!(inbox.inbox_streams(), 0);
+}
+
+#[wasm_bindgen_test]
+async fn a_notification_names_who_asks_and_the_question_only_while_hidden_and_only_for_new_batches()
+{
+    stub_notifications("granted");
+    let inbox = MemoryTransport::new();
+    inbox.set_sessions(sessions(&[("a", 1, Some("Old?"))]));
+    let (root, handle) = page_over(&[], &inbox, "auq-test-notify");
+    settle().await;
+    assert!(notes().is_empty(), "nothing for what already waited");
+
+    inbox.emit_inbox(sessions(&[("a", 2, Some("Old?"))]));
+    settle().await;
+    assert!(notes().is_empty(), "nothing while the page is visible");
+
+    set_hidden(true);
+    inbox.emit_inbox(sessions(&[
+        ("a", 2, Some("Old?")),
+        ("b", 1, Some("Which database?")),
+    ]));
+    settle().await;
+    assert_eq!(
+        notes(),
+        vec![vec![
+            "Claude Code asks".to_owned(),
+            "Which database?".to_owned(),
+            "ask-user:b".to_owned()
+        ]]
+    );
+    inbox.emit_inbox(sessions(&[("a", 2, Some("Old?")), ("b", 0, None)]));
+    settle().await;
+    assert_eq!(notes().len(), 1, "nothing for a resolved batch");
+
+    // A click shows that session.
+    js_sys::eval("window.__lastNote.onclick()").unwrap();
+    settle().await;
+    assert_eq!(
+        root.query_selector("[data-auq=session]")
+            .unwrap()
+            .unwrap()
+            .text_content()
+            .as_deref(),
+        Some("b")
+    );
+    set_hidden(false);
+    let _ = window().history().unwrap().replace_state_with_url(
+        &wasm_bindgen::JsValue::NULL,
+        "",
+        Some(&window().location().pathname().unwrap()),
+    );
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+async fn notify_me_asks_only_when_clicked_and_a_refusal_says_how_to_change_it() {
+    stub_notifications("default");
+    js_sys::eval(
+        "window.__asked = 0; window.Notification.requestPermission = () => { window.__asked += 1; \
+         window.Notification = Object.assign(window.Notification, {}); \
+         Object.defineProperty(window.Notification, 'permission', { get: () => 'denied' }); \
+         return Promise.resolve('denied'); };",
+    )
+    .unwrap();
+    let inbox = MemoryTransport::new();
+    let (root, handle) = page_over(&[], &inbox, "auq-test-ask");
+    settle().await;
+    let asked = || js_sys::eval("window.__asked").unwrap().as_f64().unwrap();
+    assert_eq!(asked(), 0.0, "never asked on load");
+    let button: web_sys::HtmlElement = root
+        .query_selector("[data-auq=notify]")
+        .unwrap()
+        .expect("a Notify me control")
+        .dyn_into()
+        .unwrap();
+    assert_eq!(button.text_content().unwrap(), "Notify me");
+    button.click();
+    settle().await;
+    assert_eq!(asked(), 1.0);
+    let state = root
+        .query_selector("[data-auq=notify-state]")
+        .unwrap()
+        .expect("the refusal is shown");
+    assert!(
+        state.text_content().unwrap().contains("site settings"),
+        "{}",
+        root.inner_html()
+    );
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+async fn the_arrival_sound_is_off_by_default_and_its_toggle_is_remembered() {
+    window().local_storage().unwrap().unwrap().clear().unwrap();
+    let inbox = MemoryTransport::new();
+    let (root, handle) = page_over(&[], &inbox, "auq-test-sound");
+    settle().await;
+    let sound: web_sys::HtmlElement = root
+        .query_selector("[data-auq=sound]")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    assert_eq!(
+        sound.get_attribute("aria-pressed").as_deref(),
+        Some("false")
+    );
+    sound.click();
+    settle().await;
+    assert_eq!(sound.get_attribute("aria-pressed").as_deref(), Some("true"));
+    assert_eq!(
+        window()
+            .local_storage()
+            .unwrap()
+            .unwrap()
+            .get_item("ask-user.sound")
+            .unwrap()
+            .as_deref(),
+        Some("on")
+    );
+    drop(handle);
+    root.remove();
+    let (root, handle) = page_over(&[], &inbox, "auq-test-sound");
+    settle().await;
+    assert_eq!(
+        root.query_selector("[data-auq=sound]")
+            .unwrap()
+            .unwrap()
+            .get_attribute("aria-pressed")
+            .as_deref(),
+        Some("true"),
+        "remembered"
+    );
+    window().local_storage().unwrap().unwrap().clear().unwrap();
+    drop(handle);
+    root.remove();
+}
+
+fn set_hidden(hidden: bool) {
+    let document = document();
+    if hidden {
+        let descriptor = js_sys::Object::new();
+        js_sys::Reflect::set(&descriptor, &"configurable".into(), &true.into()).unwrap();
+        js_sys::Reflect::set(&descriptor, &"value".into(), &true.into()).unwrap();
+        js_sys::Object::define_property(&document, &"hidden".into(), &descriptor);
+    } else {
+        js_sys::Reflect::delete_property(&document, &"hidden".into()).unwrap();
+    }
+    let event = web_sys::Event::new("visibilitychange").unwrap();
+    document.dispatch_event(&event).unwrap();
+}

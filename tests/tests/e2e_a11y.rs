@@ -1,0 +1,101 @@
+//! Accessibility: axe-core (the npm package `cargo xtask test` installs)
+//! audits the page the real host serves against WCAG 2.2 A and AA: empty, with
+//! a question, with the plan-review panel, and in dark mode. Any violation
+//! fails the test, naming the rule and the elements.
+//!
+//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+
+use ask_user_tests::e2e::E2e;
+use ask_user_tests::node::node_modules;
+use serde_json::{Value, json};
+
+/// The WCAG 2.0–2.2 A and AA rules of axe-core.
+const WCAG_TAGS: &str = r#"["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa"]"#;
+
+/// axe-core's script, injected through WebDriver (the page's
+/// Content-Security-Policy admits no other script, rightly).
+fn axe_source() -> String {
+    let path = node_modules("axe-core").join("axe-core/axe.min.js");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("could not read {}: {err}", path.display()))
+}
+
+/// Runs axe on the page as it is now; the violations, each with its rule, impact
+/// and up to five elements.
+async fn violations(e2e: &E2e, axe: &str) -> Vec<Value> {
+    e2e.script(&format!("{axe}\n;return typeof window.axe;"))
+        .await;
+    let script = format!(
+        "const done = arguments[arguments.length - 1];
+         window.axe.run(document, {{ runOnly: {{ type: 'tag', values: {WCAG_TAGS} }} }})
+           .then(r => done(r.violations.map(v => ({{
+             id: v.id, impact: v.impact, help: v.help,
+             nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' ' + (n.failureSummary || ''))
+           }}))))
+           .catch(e => done([{{ id: 'axe-failed', help: String(e) }}]));"
+    );
+    let found = e2e
+        .client()
+        .execute_async(&script, vec![])
+        .await
+        .unwrap_or_else(|err| panic!("axe did not run: {err}"));
+    found.as_array().cloned().unwrap_or_default()
+}
+
+async fn assert_accessible(e2e: &E2e, axe: &str, what: &str) {
+    let found = violations(e2e, axe).await;
+    if !found.is_empty() {
+        e2e.fail(
+            &format!("axe on {what}"),
+            &format!(
+                "WCAG 2.2 A/AA violations: {}",
+                serde_json::to_string_pretty(&found).unwrap()
+            ),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST, Chromium and the npm package axe-core)"]
+async fn axe_finds_no_wcag_a_or_aa_violation_on_the_empty_page_a_question_the_plan_panel_and_in_dark_mode()
+ {
+    let axe = axe_source();
+    let e2e = E2e::start("a11y", &[]).await;
+
+    e2e.open("default").await;
+    assert_accessible(&e2e, &axe, "the empty page").await;
+
+    let batch = json!({"questions": [
+        {"id": "db", "header": "Database", "question": "Which database?",
+         "detail": "It stores **sessions**.",
+         "options": [{"label": "Postgres (Recommended)", "description": "Proven"}, {"label": "SQLite"}]},
+        {"id": "name", "question": "What should we call it?"}
+    ]});
+    let _agent = e2e.ask("default", &batch);
+    e2e.wait_for("the question", |s| s.question_shown).await;
+    assert_accessible(&e2e, &axe, "a question").await;
+
+    e2e.cdp(
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}),
+    )
+    .await;
+    assert_accessible(&e2e, &axe, "a question in dark mode").await;
+    e2e.cdp(
+        "Emulation.setEmulatedMedia",
+        json!({"features": [{"name": "prefers-color-scheme", "value": "light"}]}),
+    )
+    .await;
+
+    let plan = json!({"questions": [{"id": "plan", "question": "Approve the plan?",
+        "detail": "# Steps\n\n1. Add **tests**\n2. Ship `v2`\n\n> carefully",
+        "intent": {"kind": "plan-review", "approve": "Go ahead (Recommended)"},
+        "options": [{"label": "Go ahead (Recommended)"}, {"label": "Not yet"}]}]});
+    let _reviewer = e2e.ask("plans", &plan);
+    e2e.open("plans").await;
+    e2e.wait_for("the plan panel", |s| s.question_shown).await;
+    assert_accessible(&e2e, &axe, "the plan-review panel").await;
+
+    e2e.finish().await;
+}
