@@ -92,6 +92,8 @@ async fn axe_finds_no_wcag_a_or_aa_violation_on_the_empty_page_a_question_the_pl
         "detail": "# Steps\n\n1. Add **tests**\n2. Ship `v2`\n\n> carefully",
         "intent": {"kind": "plan-review", "approve": "Go ahead (Recommended)"},
         "options": [{"label": "Go ahead (Recommended)"}, {"label": "Not yet"}]}]});
+    // A second session: the last audit also covers the inbox with two
+    // sessions, each with its pending badge.
     let _reviewer = e2e.ask("plans", &plan);
     e2e.open("plans").await;
     e2e.wait_for("the plan panel", |s| s.question_shown).await;

@@ -156,12 +156,18 @@ async fn the_demo_agent_replies_asks_three_questions_and_posts_a_summary_of_the_
     let page = e2e
         .wait_for("the agent's summary", |s| s.transcript.len() == 3)
         .await;
+    // The summary is Markdown, rendered by the page: its text without the markup.
     assert_eq!(
         page.transcript[2],
         Message {
             role: "agent".into(),
-            text: summary
+            text: rendered_text(&ask_user_core::markdown::parse(&summary))
         }
+    );
+    assert!(
+        !page.transcript[2].text.contains("**"),
+        "{:?}",
+        page.transcript[2]
     );
     let page = e2e
         .wait_for("the Message box to come back", |s| {
@@ -170,4 +176,16 @@ async fn the_demo_agent_replies_asks_three_questions_and_posts_a_summary_of_the_
         .await;
     assert_eq!(page.transcript.len(), 3, "{page:#?}");
     e2e.finish().await;
+}
+
+/// The text a Markdown tree shows (`textContent` of what the page builds).
+fn rendered_text(nodes: &[ask_user_core::markdown::MdNode]) -> String {
+    use ask_user_core::markdown::MdNode;
+    nodes
+        .iter()
+        .map(|node| match node {
+            MdNode::Text(text) => text.clone(),
+            MdNode::Element { children, .. } => rendered_text(children),
+        })
+        .collect()
 }
