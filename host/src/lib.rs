@@ -36,6 +36,7 @@ pub mod provider;
 pub mod security;
 pub mod server;
 pub mod state;
+pub mod store;
 
 pub use error::ApiError;
 pub use pending::{MemoryStore, PendingStore, Resolution, SharedEvent, Subscription};
