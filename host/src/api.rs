@@ -34,10 +34,24 @@ pub fn router() -> Router<AppState> {
         .route("/api/sessions/{session}/messages", post(message))
 }
 
-/// `GET /api/health` → `{"status": "ok"}` (no token needed).
-pub async fn health() -> Json<StatusBody> {
-    Json(StatusBody {
-        status: "ok".to_owned(),
+/// The body of `GET /api/health`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Health {
+    /// `"ok"`, or `"degraded"` while the store cannot write.
+    pub status: String,
+    /// Why the store cannot write (only when degraded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+}
+
+/// `GET /api/health` → `{"status": "ok"}`, or `{"status": "degraded",
+/// "store": "<reason>"}` while the store cannot write (no token needed; the
+/// reason names the file, never a secret).
+pub async fn health(State(state): State<AppState>) -> Json<Health> {
+    let store = state.record().trouble();
+    Json(Health {
+        status: if store.is_some() { "degraded" } else { "ok" }.to_owned(),
+        store,
     })
 }
 
@@ -100,7 +114,7 @@ async fn answer(
     BodyText(body): BodyText,
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
-    state.store().claim(session.as_str(), &id, batch)?;
+    state.answer(&session, &id, batch).await?;
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -112,7 +126,7 @@ async fn cancel(
     Session(session): Session,
     QuestionId(id): QuestionId,
 ) -> Result<Json<StatusBody>, ApiError> {
-    state.store().cancel(session.as_str(), &id)?;
+    state.cancel(&session, &id).await?;
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
@@ -130,7 +144,9 @@ async fn message(
     if post.text.trim().is_empty() {
         return Err(UserInteractionError::bad_request("text: must not be empty").into());
     }
-    Ok(Json(state.post_message(&session, Role::User, post.text)))
+    Ok(Json(
+        state.post_message(&session, Role::User, post.text).await?,
+    ))
 }
 
 /// Any other `/api` path: 404 as JSON.

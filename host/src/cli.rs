@@ -1,5 +1,6 @@
 //! The `ask-user` command line.
 
+use crate::data_dir::DataDirArg;
 use crate::pending::DEFAULT_DETACH_GRACE;
 use crate::security::check_token;
 use crate::server::{Limits, connections_for_descriptors};
@@ -7,6 +8,7 @@ use crate::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MCP_WAIT_BUDGET, HostConfig,
     random_token,
 };
+use crate::store::DEFAULT_KEEP_DAYS;
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
 use std::net::SocketAddr;
@@ -80,6 +82,17 @@ pub struct ServeArgs {
     /// (as does --detach-grace 0, which would lose the question).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MCP_WAIT_BUDGET.as_secs())]
     pub mcp_wait_budget: u64,
+    /// Where the database is kept (see the flag's own help).
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+    /// Keep nothing on disk: questions, answers and messages live in memory
+    /// only and are gone when the host stops.
+    #[arg(long, conflicts_with = "data_dir")]
+    pub ephemeral: bool,
+    /// Delete resolved questions and messages older than this many days (at
+    /// start and hourly); 0 keeps them forever.
+    #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_KEEP_DAYS)]
+    pub keep_days: u32,
 }
 
 impl ServeArgs {
@@ -121,11 +134,27 @@ impl ServeArgs {
             detach_grace: Duration::from_secs(self.detach_grace),
             mcp_wait_budget: (self.mcp_wait_budget > 0)
                 .then(|| Duration::from_secs(self.mcp_wait_budget)),
+            keep_days: self.keep_days,
         })
     }
 }
 
 impl ServeArgs {
+    /// The store: nothing with `--ephemeral`, else the SQLite file in the
+    /// data directory (both created private when missing). Fails, naming the
+    /// file, on one the host must not touch.
+    pub fn open_record(&self) -> Result<std::sync::Arc<dyn crate::store::Store>, String> {
+        if self.ephemeral {
+            return Ok(std::sync::Arc::new(crate::store::EphemeralStore));
+        }
+        let dir = self.data_dir.resolve()?;
+        crate::data_dir::ensure_private_dir(&dir)
+            .map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
+        let store = crate::store::SqliteStore::open(&dir)?;
+        tracing::info!(path = %store.path().display(), "store");
+        Ok(std::sync::Arc::new(store))
+    }
+
     /// The accept loop's limits: `--max-connections`, or the cap for
     /// `descriptor_limit` (see [`connections_for_descriptors`]).
     pub fn limits(&self, descriptor_limit: u64) -> Limits {
@@ -237,6 +266,18 @@ mod tests {
         assert_eq!(set.mcp_wait_budget, Some(Duration::from_secs(2)));
         let forever = serve_config(&["--mcp-wait-budget", "0"]);
         assert_eq!(forever.mcp_wait_budget, None);
+    }
+
+    #[test]
+    fn the_store_is_kept_30_days_unless_told_and_ephemeral_excludes_a_data_dir() {
+        assert_eq!(serve_config(&[]).keep_days, 30);
+        assert_eq!(serve_config(&["--keep-days", "0"]).keep_days, 0);
+        assert!(!serve_args(&[]).ephemeral);
+        assert!(serve_args(&["--ephemeral"]).ephemeral);
+        assert!(
+            Cli::try_parse_from(["ask-user", "serve", "--ephemeral", "--data-dir", "/tmp/x"])
+                .is_err()
+        );
     }
 
     #[test]

@@ -112,7 +112,12 @@ pub async fn serve_with(
     if state.config().demo {
         demo::spawn(state.clone());
     }
-    server::run(listener, state.clone(), app(state), limits).await
+    server::run(listener, state.clone(), app(state.clone()), limits).await?;
+    // What shutdown resolved (every waiting ask `disposed`) is kept before exit.
+    if let Err(error) = state.record().flush().kept().await {
+        tracing::error!(%error, "the store could not keep the last writes");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -77,7 +77,8 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         None => {}
     }
     let url = open_url(addr, &config.token);
-    let state = AppState::new(config);
+    let record = args.open_record()?;
+    let state = AppState::recording(config, record);
 
     let shutdown = state.shutdown_handle();
     tokio::spawn(async move {

@@ -20,6 +20,7 @@
 //! The table sits behind [`PendingStore`] so a shared store can replace process
 //! memory without touching the routes.
 
+use crate::store::{Restored, Store, Write};
 use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved, Role, SessionEvent,
     SessionSynced,
@@ -29,7 +30,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::{Notify, broadcast, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -131,7 +132,36 @@ pub trait PendingStore: Send + Sync + 'static {
     /// `session` whose request equals `request` (validated), else registers a
     /// new question and broadcasts `question/requested`; a reattached
     /// question broadcasts `question/attached`.
-    fn register(&self, session: &str, request: AskRequest) -> Result<Registered, RegisterError>;
+    fn register(&self, session: &str, request: AskRequest) -> Result<Registered, RegisterError> {
+        self.register_as(QuestionRequested {
+            id: random_id("q_"),
+            session: session.to_owned(),
+            request,
+            created_at_ms: now_ms(),
+        })
+    }
+
+    /// [`PendingStore::register`] of a question whose id and time the caller
+    /// chose (and wrote to the record first); when it attaches instead, that
+    /// id is unused.
+    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError>;
+
+    /// Puts back what the record still had open at start: pending questions
+    /// come back detached and held resolutions held, their grace counted from
+    /// now. The limit does not apply (they were kept already).
+    fn restore(&self, restored: Restored);
+
+    /// `answer` validated and normalised by core against the pending
+    /// question `id`, without claiming it; `NOT_PENDING` when it is gone.
+    fn check_answer(
+        &self,
+        session: &str,
+        id: &str,
+        answer: AnswerBatch,
+    ) -> Result<AnswerBatch, UserInteractionError>;
+
+    /// `NOT_PENDING` (saying why, when known) unless `id` is pending in `session`.
+    fn check_pending(&self, session: &str, id: &str) -> Result<(), UserInteractionError>;
 
     /// The call holding `attachment` goes away without having read `waiter`.
     /// If the question still waits on it, `how` decides: abort it, or detach
@@ -191,7 +221,17 @@ pub trait PendingStore: Send + Sync + 'static {
     fn subscribe(&self, session: &str) -> Subscription;
 
     /// Broadcasts a transcript message to `session`'s subscribers.
-    fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated;
+    fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated {
+        let message = MessageCreated {
+            id: random_id("m_"),
+            role,
+            text,
+        };
+        self.post_message_as(session, message)
+    }
+
+    /// Broadcasts `message` (already written to the record) to `session`'s subscribers.
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated;
 
     /// Forgets `session`'s broadcast when nothing waits there and nobody listens.
     fn release(&self, session: &str);
@@ -228,10 +268,7 @@ pub fn random_id(prefix: &str) -> String {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    crate::store::now_ms()
 }
 
 /// Who waits on a pending question.
@@ -397,6 +434,8 @@ struct Table {
     /// id → (session, how it ended) of recently resolved questions, bounded.
     recent: HashMap<String, (String, Ended)>,
     recent_order: VecDeque<String>,
+    /// The durable record, told of every ending the table decides itself.
+    journal: Option<Arc<dyn Store>>,
 }
 
 impl Table {
@@ -412,6 +451,14 @@ impl Table {
             deadlines: BTreeMap::new(),
             recent: HashMap::new(),
             recent_order: VecDeque::new(),
+            journal: None,
+        }
+    }
+
+    /// Queues `write` for the record (in the table's order: called under its lock).
+    fn journal(&self, write: impl FnOnce() -> Write) {
+        if let Some(journal) = &self.journal {
+            drop(journal.submit(write()));
         }
     }
 
@@ -443,6 +490,14 @@ impl Table {
         self.pending -= 1;
         self.forget_if_idle(session);
         self.remember(id, session, ended);
+        // An answer or a cancel was written before its claim.
+        if !matches!(ended, Ended::Answered | Ended::Cancelled) {
+            self.journal(|| Write::Ended {
+                id: id.to_owned(),
+                outcome: ended.outcome(),
+                at_ms: now_ms(),
+            });
+        }
         Some(entry)
     }
 
@@ -484,6 +539,7 @@ impl Table {
         let id = question(&event).id.clone();
         if grace.is_zero() {
             log_never_delivered(session, &id, &resolution);
+            self.journal(|| Write::NeverDelivered { id });
             return;
         }
         let until = Instant::now() + grace;
@@ -601,10 +657,19 @@ impl MemoryStore {
     }
 
     /// An empty store configured by `config`.
-    pub fn with_config(mut config: StoreConfig) -> Self {
+    pub fn with_config(config: StoreConfig) -> Self {
+        Self::with_journal(config, None)
+    }
+
+    /// An empty store configured by `config` that tells `journal` of every
+    /// ending it decides itself (aborted, timed out, expired, disposed; a
+    /// held resolution never collected).
+    pub fn with_journal(mut config: StoreConfig, journal: Option<Arc<dyn Store>>) -> Self {
         config.channel_capacity = config.channel_capacity.max(1);
+        let mut table = Table::new(config.channel_capacity);
+        table.journal = journal;
         Self {
-            table: Mutex::new(Table::new(config.channel_capacity)),
+            table: Mutex::new(table),
             config,
             hasher: RandomState::new(),
             grace_started: Notify::new(),
@@ -641,8 +706,10 @@ impl MemoryStore {
 }
 
 impl PendingStore for MemoryStore {
-    fn register(&self, session: &str, request: AskRequest) -> Result<Registered, RegisterError> {
-        let key = self.key_of(&request);
+    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError> {
+        let session = question.session.clone();
+        let session = session.as_str();
+        let key = self.key_of(&question.request);
         let (reply, waiter) = oneshot::channel();
         let mut table = self.lock();
         if table.closed {
@@ -652,7 +719,7 @@ impl PendingStore for MemoryStore {
         let found = table
             .sessions
             .get(session)
-            .and_then(|slot| slot.reattachable(key, &request));
+            .and_then(|slot| slot.reattachable(key, &question.request));
         if let Some(seq) = found {
             let table = &mut *table;
             let slot = table.sessions.get_mut(session).expect("found in it");
@@ -702,13 +769,8 @@ impl PendingStore for MemoryStore {
                 limit: self.config.max_kept,
             });
         }
-        let id = random_id("q_");
-        let event = Arc::new(SessionEvent::QuestionRequested(QuestionRequested {
-            id: id.clone(),
-            session: session.to_owned(),
-            request,
-            created_at_ms: now_ms(),
-        }));
+        let id = question.id.clone();
+        let event = Arc::new(SessionEvent::QuestionRequested(question));
         let seq = table.next_seq;
         table.next_seq += 1;
         table.pending += 1;
@@ -736,6 +798,61 @@ impl PendingStore for MemoryStore {
             waiter,
             found: Found::New,
         })
+    }
+
+    fn restore(&self, restored: Restored) {
+        let grace = self.grace();
+        let mut table = self.lock();
+        for question in restored.pending {
+            let session = question.session.clone();
+            let key = self.key_of(&question.request);
+            let id = question.id.clone();
+            let seq = table.next_seq;
+            table.next_seq += 1;
+            table.pending += 1;
+            let until = Instant::now() + grace;
+            let slot = table.session(&session);
+            slot.order.insert(seq, id.clone());
+            slot.entries.insert(
+                id.clone(),
+                Entry {
+                    seq,
+                    key,
+                    event: Arc::new(SessionEvent::QuestionRequested(question)),
+                    waiting: Waiting::Detached { until },
+                },
+            );
+            slot.index(key, seq);
+            table.deadlines.insert((until, seq), session.clone());
+            if grace.is_zero() {
+                table.resolve(&session, &id, Ended::Expired);
+            }
+        }
+        for (question, answer) in restored.held {
+            let session = question.session.clone();
+            let key = self.key_of(&question.request);
+            let seq = table.next_seq;
+            table.next_seq += 1;
+            let resolution = answer.map_or(Resolution::Cancelled, Resolution::Answered);
+            let event = Arc::new(SessionEvent::QuestionRequested(question));
+            table.hold(&session, seq, key, event, resolution, grace);
+        }
+        drop(table);
+        self.grace_started.notify_one();
+    }
+
+    fn check_answer(
+        &self,
+        session: &str,
+        id: &str,
+        answer: AnswerBatch,
+    ) -> Result<AnswerBatch, UserInteractionError> {
+        let event = self.request_of(session, id)?;
+        answer.normalize(&question(&event).request)
+    }
+
+    fn check_pending(&self, session: &str, id: &str) -> Result<(), UserInteractionError> {
+        self.request_of(session, id).map(drop)
     }
 
     fn let_go(
@@ -852,6 +969,7 @@ impl PendingStore for MemoryStore {
                 slot.unindex(held.key, seq);
                 table.held -= 1;
                 log_never_delivered(&session, &held.id, &held.resolution);
+                table.journal(|| Write::NeverDelivered { id: held.id });
                 table.forget_if_idle(&session);
             } else if let Some(id) = slot.order.get(&seq).cloned() {
                 table.resolve(&session, &id, Ended::Expired);
@@ -895,12 +1013,7 @@ impl PendingStore for MemoryStore {
         Subscription { replay, events }
     }
 
-    fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated {
-        let message = MessageCreated {
-            id: random_id("m_"),
-            role,
-            text,
-        };
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated {
         let table = self.lock();
         if let Some(slot) = table.sessions.get(session) {
             slot.send(SessionEvent::MessageCreated(message.clone()));

@@ -14,8 +14,11 @@
 //!   the ask but was never read is held for that ask too, never lost.
 
 use crate::error::ApiError;
-use crate::pending::{Attachment, LetGo, PendingStore, RegisterError, Registered, Resolution};
-use ask_user_core::wire::Outcome;
+use crate::pending::{
+    Attachment, Found, LetGo, PendingStore, RegisterError, Registered, Resolution, random_id,
+};
+use crate::store::{EphemeralStore, Store, Write, now_ms, unavailable};
+use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{
     AbortSignal, AskContext, AskRequest, ProviderFuture, UserInteractionError,
     UserInteractionProvider,
@@ -27,6 +30,7 @@ use tokio::time::Instant;
 /// Presents questions to the browser tabs of a session through the pending table.
 pub struct WebProvider {
     store: Arc<dyn PendingStore>,
+    record: Arc<dyn Store>,
 }
 
 impl std::fmt::Debug for WebProvider {
@@ -36,9 +40,16 @@ impl std::fmt::Debug for WebProvider {
 }
 
 impl WebProvider {
-    /// A provider over `store`.
+    /// A provider over `store` that records nothing.
     pub fn new(store: Arc<dyn PendingStore>) -> Self {
-        Self { store }
+        Self::recording(store, Arc::new(EphemeralStore))
+    }
+
+    /// A provider over `store` that writes each new question to `record`
+    /// before the person may see it, and marks a resolution delivered once
+    /// the asking call has it.
+    pub fn recording(store: Arc<dyn PendingStore>, record: Arc<dyn Store>) -> Self {
+        Self { store, record }
     }
 }
 
@@ -101,11 +112,34 @@ impl UserInteractionProvider for WebProvider {
         let deadline = context.timeout.map(|timeout| Instant::now() + timeout);
         Box::pin(async move {
             let session = context.session.as_str();
+            let question = QuestionRequested {
+                id: random_id("q_"),
+                session: session.to_owned(),
+                request,
+                created_at_ms: now_ms(),
+            };
+            let fresh = question.id.clone();
+            // Kept before anyone sees it: a restart brings it back.
+            self.record
+                .submit(Write::Asked(question.clone()))
+                .kept()
+                .await
+                .map_err(|e| unavailable(&e))?;
+            let registered = self.store.register_as(question);
+            if !matches!(
+                registered,
+                Ok(Registered {
+                    found: Found::New,
+                    ..
+                })
+            ) {
+                drop(self.record.submit(Write::Discard { id: fresh }));
+            }
             let Registered {
                 attachment,
                 waiter,
                 found,
-            } = self.store.register(session, request).map_err(refusal)?;
+            } = registered.map_err(refusal)?;
             tracing::debug!(session, id = attachment.id(), ?found, "question presented");
             context.presented.set(attachment.id());
             let id = attachment.id().to_owned();
@@ -129,6 +163,11 @@ impl UserInteractionProvider for WebProvider {
                     }
                 }
             };
+            if let Ok(Resolution::Answered(_) | Resolution::Cancelled) = resolution {
+                // No longer held after a restart. A failure is the store's
+                // trouble (reported there); the asker still gets its answer.
+                let _ = self.record.submit(Write::Delivered { id }).kept().await;
+            }
             match resolution {
                 Ok(Resolution::Answered(answer)) => Ok(answer),
                 Ok(Resolution::Cancelled) => Err(UserInteractionError::cancelled()),

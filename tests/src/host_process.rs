@@ -100,8 +100,12 @@ impl HostProcess {
             command.current_dir(cwd);
         }
         // Port 0: the host binds a free port and prints it, so no race with other tests.
+        command.args(["serve", "--addr", "127.0.0.1:0"]);
+        // Nothing on disk unless the test gives the host a data directory.
+        if !args.iter().any(|a| *a == "--data-dir") {
+            command.arg("--ephemeral");
+        }
         let mut child = command
-            .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -322,6 +322,34 @@ pub(crate) fn as_unavailable(error: &UserInteractionError) -> Option<StoreError>
         .map(|reason| StoreError(reason.to_owned()))
 }
 
+/// How often `--keep-days` prunes (also once at start).
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Prunes `record` of what is older than `keep_days` now and every
+/// [`PRUNE_INTERVAL`] until `shutdown` (nothing with `keep_days` 0).
+pub fn spawn_pruning(
+    record: std::sync::Arc<dyn Store>,
+    keep_days: u32,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if keep_days == 0 {
+        return None;
+    }
+    let keep_ms = u64::from(keep_days) * 24 * 60 * 60 * 1000;
+    Some(tokio::spawn(async move {
+        let mut every = tokio::time::interval(PRUNE_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                () = shutdown.cancelled() => return,
+            }
+            let before_ms = now_ms().saturating_sub(keep_ms);
+            // A failure is the store's trouble, reported by its health.
+            let _ = record.submit(Write::Prune { before_ms }).kept().await;
+        }
+    }))
+}
+
 /// Unix milliseconds now.
 pub fn now_ms() -> u64 {
     std::time::SystemTime::now()

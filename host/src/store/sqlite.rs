@@ -143,8 +143,7 @@ impl SqliteStore {
         } else {
             OpenFlags::SQLITE_OPEN_READ_ONLY
         } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn =
-            Connection::open_with_flags(&path, flags).map_err(|e| refuse(&path, e))?;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| refuse(&path, e))?;
         if fresh {
             if !writable {
                 return Err(format!("{}: an empty read-only file", path.display()));
@@ -624,4 +623,3 @@ pub fn clear(conn: &Connection, session: Option<&str>) -> rusqlite::Result<usize
 
 #[cfg(test)]
 mod tests;
-

@@ -55,7 +55,13 @@ fn set_mode(path: &Path, mode: u32) {
 async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opened_again() {
     let dir = TempDir::new();
     let store = SqliteStore::open(&dir.0).unwrap();
-    for id in ["q_pending", "q_held", "q_cancelled", "q_delivered", "q_aborted"] {
+    for id in [
+        "q_pending",
+        "q_held",
+        "q_cancelled",
+        "q_delivered",
+        "q_aborted",
+    ] {
         assert!(kept(&store, Write::Asked(question(id, "s", 1))).await);
     }
     let answered = |id: &str| Write::Answered {
@@ -65,7 +71,15 @@ async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opene
     };
     assert!(kept(&store, answered("q_held")).await);
     assert!(kept(&store, answered("q_delivered")).await);
-    assert!(kept(&store, Write::Delivered { id: "q_delivered".into() }).await);
+    assert!(
+        kept(
+            &store,
+            Write::Delivered {
+                id: "q_delivered".into()
+            }
+        )
+        .await
+    );
     let cancelled = Write::Cancelled {
         id: "q_cancelled".into(),
         at_ms: 2,
@@ -102,7 +116,10 @@ async fn the_first_answer_written_wins_and_an_ending_of_the_table_overrides_an_u
         at_ms: 2,
     };
     assert!(kept(&store, answered.clone()).await);
-    assert!(!kept(&store, answered).await, "a second answer does not apply");
+    assert!(
+        !kept(&store, answered).await,
+        "a second answer does not apply"
+    );
     let cancelled = Write::Cancelled {
         id: "q_1".into(),
         at_ms: 3,
@@ -247,7 +264,10 @@ async fn clearing_deletes_a_sessions_resolved_questions_only() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].question.id, "q_b");
     drop(store);
-    assert_eq!(SqliteStore::open(&dir.0).unwrap().restored().pending.len(), 1);
+    assert_eq!(
+        SqliteStore::open(&dir.0).unwrap().restored().pending.len(),
+        1
+    );
 }
 
 #[test]
