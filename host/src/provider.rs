@@ -106,6 +106,26 @@ impl Drop for WaitGuard {
     }
 }
 
+/// How long after handing a resolution to its call the record marks it
+/// delivered. Until then a restart still holds it: the response may not have
+/// left the host yet, and an answer the person was told is kept must reach the
+/// asker that asks again. (An asker that did get it asks something else.)
+pub const DELIVERY_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl WebProvider {
+    fn mark_delivered(&self, id: String) {
+        if !self.record.keeps() {
+            return;
+        }
+        let record = self.record.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(DELIVERY_SETTLE).await;
+            // A failure is the store's trouble, reported by its health.
+            drop(record.submit(Write::Delivered { id }));
+        });
+    }
+}
+
 impl UserInteractionProvider for WebProvider {
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
         // Core's budget becomes this runtime's timer, counted from now.
@@ -119,20 +139,25 @@ impl UserInteractionProvider for WebProvider {
                 created_at_ms: now_ms(),
             };
             let fresh = question.id.clone();
-            // Kept before anyone sees it: a restart brings it back.
-            self.record
-                .submit(Write::Asked(question.clone()))
-                .kept()
-                .await
-                .map_err(|e| unavailable(&e))?;
+            let keeps = self.record.keeps();
+            if keeps {
+                // Kept before anyone sees it: a restart brings it back.
+                self.record
+                    .submit(Write::Asked(question.clone()))
+                    .kept()
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+            }
             let registered = self.store.register_as(question);
-            if !matches!(
-                registered,
-                Ok(Registered {
-                    found: Found::New,
-                    ..
-                })
-            ) {
+            if keeps
+                && !matches!(
+                    registered,
+                    Ok(Registered {
+                        found: Found::New,
+                        ..
+                    })
+                )
+            {
                 drop(self.record.submit(Write::Discard { id: fresh }));
             }
             let Registered {
@@ -164,9 +189,7 @@ impl UserInteractionProvider for WebProvider {
                 }
             };
             if let Ok(Resolution::Answered(_) | Resolution::Cancelled) = resolution {
-                // No longer held after a restart. A failure is the store's
-                // trouble (reported there); the asker still gets its answer.
-                let _ = self.record.submit(Write::Delivered { id }).kept().await;
+                self.mark_delivered(id);
             }
             match resolution {
                 Ok(Resolution::Answered(answer)) => Ok(answer),

@@ -209,6 +209,12 @@ impl HostProcess {
         }
     }
 
+    /// Kills the host with SIGKILL (no shutdown runs) and reaps it.
+    pub fn kill(&mut self) -> ExitStatus {
+        let _ = self.child.kill();
+        self.child.wait().expect("reap the host")
+    }
+
     /// The host's resident set (`VmRSS` in `/proc/<pid>/status`), in KiB.
     pub fn vm_rss_kib(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;

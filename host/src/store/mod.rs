@@ -224,6 +224,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// Waits until every write submitted so far is applied (at shutdown).
     fn flush(&self) -> Ticket;
+
+    /// Whether anything is kept (false for [`EphemeralStore`], whose writes
+    /// callers may skip).
+    fn keeps(&self) -> bool {
+        true
+    }
 }
 
 /// `--ephemeral`: keeps nothing, so every write "applies" at once and the
@@ -250,6 +256,10 @@ impl Store for EphemeralStore {
 
     fn flush(&self) -> Ticket {
         Ticket::settled(Ok(true))
+    }
+
+    fn keeps(&self) -> bool {
+        false
     }
 }
 
