@@ -4,10 +4,11 @@
 use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
 use crate::state::{AppState, AskOptions};
+use crate::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::{
     MessageCreated, PendingList, PendingQuestion, PostMessage, Role, StatusBody,
 };
-use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
+use ask_user_core::{AnswerBatch, AskRequest, SessionId, UserInteractionError};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::routing::{get, post};
@@ -32,6 +33,29 @@ pub fn router() -> Router<AppState> {
             post(cancel),
         )
         .route("/api/sessions/{session}/messages", post(message))
+        .route("/api/history", get(history))
+}
+
+/// `GET /api/history?session=&before=&since=&limit=` → a page of resolved
+/// questions, newest first (question, outcome, answer, times), with
+/// `next_before` to pass as `before` for the next page while there is one.
+/// `limit` defaults to 50 and is at most 500.
+async fn history(
+    State(state): State<AppState>,
+    query: Result<Query<HistoryQuery>, QueryRejection>,
+) -> Result<Json<HistoryPage>, ApiError> {
+    let Query(query) = query
+        .map_err(|e| UserInteractionError::bad_request(format!("query: {}", e.body_text())))?;
+    if let Some(session) = &query.session {
+        SessionId::parse(session)?;
+    }
+    let record = state.record().clone();
+    // Reads run on the blocking pool, never on the runtime's threads.
+    let page = tokio::task::spawn_blocking(move || record.history(&query))
+        .await
+        .map_err(|e| ApiError::StoreUnavailable(StoreError(e.to_string())))?
+        .map_err(ApiError::StoreUnavailable)?;
+    Ok(Json(page))
 }
 
 /// The body of `GET /api/health`.

@@ -31,6 +31,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Ask a running host: send a request (JSON file or stdin), print the answer batch.
     Ask(crate::ask_cmd::AskArgs),
+    /// Print the record of resolved questions (JSON or a Markdown decision log), or clear it.
+    History(crate::history_cmd::HistoryArgs),
 }
 
 /// `ask-user serve`.

@@ -29,6 +29,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod history_cmd;
 pub mod mcp;
 pub mod pages;
 pub mod pending;

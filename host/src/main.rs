@@ -35,6 +35,7 @@ async fn main() -> ExitCode {
             run_serve(args).await
         }
         Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
+        Command::History(args) => ask_user_host::history_cmd::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -508,3 +508,171 @@ async fn a_corrupt_database_file_is_refused_at_start_naming_it_and_left_untouche
     assert!(stderr.contains("does not overwrite it"), "{stderr}");
     assert_eq!(std::fs::read(dir.database()).unwrap(), garbage, "untouched");
 }
+
+/// Runs `ask-user history --data-dir <dir> <args…>`; its stdout, or its stderr on failure.
+fn history_cli(dir: &TempDir, args: &[&str]) -> Result<String, String> {
+    let output = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .arg("history")
+        .arg("--data-dir")
+        .arg(dir.data())
+        .args(args)
+        .output()
+        .unwrap();
+    if output.status.success() {
+        Ok(String::from_utf8(output.stdout).unwrap())
+    } else {
+        Err(String::from_utf8(output.stderr).unwrap())
+    }
+}
+
+/// Asks `text` in `session` and answers it with `answer`; returns the id.
+async fn ask_and_answer(host: &Host, session: &str, text: &str, answer: &str) -> String {
+    let before = host.pending(session).await.len();
+    let ask = tokio::spawn(
+        host.post(&format!("/api/sessions/{session}/ask"), &request(text))
+            .send(),
+    );
+    wait_until("the question is pending", || {
+        let count = async { host.pending(session).await.len() };
+        async move { count.await > before }
+    })
+    .await;
+    let id = host.pending(session).await.pop().unwrap();
+    let (status, body) = host.answer(session, &id, answer).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let delivered = ask.await.unwrap().unwrap();
+    assert_eq!(custom(&delivered.json().await.unwrap()), answer);
+    id
+}
+
+#[tokio::test]
+async fn history_pages_newest_first_and_the_cli_prints_json_a_decision_log_and_clears() {
+    let dir = TempDir::new("store-history");
+    let host = Host::start(&dir);
+    let mut asked = Vec::new();
+    for (n, session) in ["a", "b", "a", "b", "a"].iter().enumerate() {
+        let text = format!("Question {n}?");
+        asked.push(ask_and_answer(&host, session, &text, &format!("answer {n}")).await);
+    }
+    let mut paged = Vec::new();
+    let mut path = "/api/history?limit=2".to_owned();
+    loop {
+        let page = host.json(&path).await;
+        let records = page["records"].as_array().unwrap();
+        assert!(records.len() <= 2, "{page}");
+        paged.extend(
+            records
+                .iter()
+                .map(|r| r["question"]["id"].as_str().unwrap().to_owned()),
+        );
+        assert!(records.iter().all(|r| r["outcome"] == "answered"));
+        match page["next_before"].as_u64() {
+            Some(before) => path = format!("/api/history?limit=2&before={before}"),
+            None => break,
+        }
+    }
+    let newest_first: Vec<String> = asked.iter().rev().cloned().collect();
+    assert_eq!(paged, newest_first);
+    let only_b = host.json("/api/history?session=b").await;
+    assert_eq!(only_b["records"].as_array().unwrap().len(), 2);
+    let bad = host
+        .client
+        .get(format!("{}/api/history?limit=lots", host.base))
+        .bearer_auth(&host.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+
+    // The command line reads the same file while the host runs.
+    let json: Value =
+        serde_json::from_str(&history_cli(&dir, &["--format", "json"]).unwrap()).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 5);
+    assert_eq!(json[0]["answer"]["answers"][0]["custom"], "answer 4");
+    let md = history_cli(&dir, &["--format", "md", "--session", "a"]).unwrap();
+    assert!(md.starts_with("# Decision log\n"), "{md}");
+    assert_eq!(md.matches("session `a` · answered").count(), 3, "{md}");
+    assert!(!md.contains("session `b`"), "{md}");
+    let first = md.find("**Question 0?**").expect("the question");
+    let last = md.find("**Question 4?**").expect("the question");
+    assert!(first < last, "oldest first: {md}");
+    assert!(md.contains("- “answer 2”"), "{md}");
+    let later = history_cli(&dir, &["--since", "2999-01-01"]).unwrap();
+    assert!(later.contains("Nothing recorded"), "{later}");
+    let not_a_date = history_cli(&dir, &["--since", "next tuesday"]).unwrap_err();
+    assert!(not_a_date.contains("--since"), "{not_a_date}");
+
+    let cleared = history_cli(&dir, &["--clear", "--session", "a"]).unwrap();
+    assert!(cleared.contains("deleted 3 "), "{cleared}");
+    let left = host.json("/api/history").await;
+    let left: Vec<&str> = left["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["question"]["session"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, ["b", "b"]);
+}
+
+#[tokio::test]
+async fn sigterm_resolves_a_waiting_ask_aborted_and_the_record_says_disposed() {
+    let dir = TempDir::new("store-sigterm");
+    let mut host = Host::start(&dir);
+    let waiting = tokio::spawn(
+        host.post("/api/sessions/s/ask", &request("Still there?"))
+            .send(),
+    );
+    wait_until("the question is pending", || {
+        let count = async { host.pending("s").await.len() };
+        async move { count.await == 1 }
+    })
+    .await;
+    let id = host.pending("s").await[0].clone();
+    assert!(host.process.terminate_and_wait().success());
+    let aborted = waiting.await.unwrap().unwrap();
+    assert_eq!(aborted.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = aborted.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "ASK_ABORTED", "{body}");
+
+    let json: Value =
+        serde_json::from_str(&history_cli(&dir, &["--format", "json"]).unwrap()).unwrap();
+    assert_eq!(json[0]["question"]["id"], id.as_str());
+    assert_eq!(json[0]["outcome"], "disposed");
+    let host = Host::start(&dir);
+    assert!(host.pending("s").await.is_empty(), "nothing comes back");
+}
+
+#[tokio::test]
+async fn records_older_than_keep_days_are_pruned_when_the_host_starts() {
+    use ask_user_host::store::{SqliteStore, Store, Write};
+    let dir = TempDir::new("store-prune");
+    std::fs::create_dir_all(dir.data()).unwrap();
+    let day_ms = 24 * 60 * 60 * 1000;
+    let now = ask_user_host::store::now_ms();
+    {
+        let store = SqliteStore::open(&dir.data()).unwrap();
+        for (id, days_ago) in [("q_old", 40), ("q_recent", 2)] {
+            let question = ask_user_core::wire::QuestionRequested {
+                id: id.to_owned(),
+                session: "s".to_owned(),
+                request: ask_user_core::AskRequest::from_value(request("Old?")).unwrap(),
+                created_at_ms: now - days_ago * day_ms,
+            };
+            store.submit(Write::Asked(question)).kept().await.unwrap();
+            let ended = Write::Ended {
+                id: id.to_owned(),
+                outcome: ask_user_core::wire::Outcome::Timeout,
+                at_ms: now - days_ago * day_ms,
+            };
+            assert!(store.submit(ended).kept().await.unwrap());
+        }
+    }
+    let host = Host::start(&dir);
+    wait_until("the 40-day-old record is pruned", || {
+        let page = async { host.json("/api/history").await };
+        async move { page.await["records"].as_array().unwrap().len() == 1 }
+    })
+    .await;
+    let page = host.json("/api/history").await;
+    assert_eq!(page["records"][0]["question"]["id"], "q_recent");
+}

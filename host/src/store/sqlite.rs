@@ -606,12 +606,12 @@ pub fn open_for_clearing(path: &Path) -> Result<Connection, String> {
     Ok(conn)
 }
 
-/// Deletes the resolved questions (held ones stay) and the messages of
-/// `session`, or of every session; returns how many questions went.
+/// Deletes the resolved questions and the messages of `session`, or of every
+/// session; returns how many questions went. Pending questions stay; an answer
+/// still held for its agent goes too (the person asked for it to be forgotten).
 pub fn clear(conn: &Connection, session: Option<&str>) -> rusqlite::Result<usize> {
     let questions = conn.execute(
-        "DELETE FROM questions WHERE outcome IS NOT NULL AND delivery != 0 \
-         AND (?1 IS NULL OR session = ?1)",
+        "DELETE FROM questions WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1)",
         [session],
     )?;
     conn.execute(
