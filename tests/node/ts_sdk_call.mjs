@@ -10,6 +10,8 @@
 //   reset_on_progress  resetTimeoutOnProgress
 //   max_calls       call again with the same arguments while the result is
 //                   `waiting`, as the tool's text tells a model to, at most this often
+//   retry_on_stdin  before calling again, wait for a line on stdin (the test
+//                   says when, so what happens in between is not a race)
 // Prints one JSON line per event on stdout: {"event": "connected"},
 // {"event": "progress", "progress", "message"}, {"event": "result", "result"},
 // {"event": "error", "code", "message"}, then exits 0 (or 1 on a failure
@@ -17,6 +19,7 @@
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { createInterface } from "node:readline";
 
 const say = (event) => process.stdout.write(JSON.stringify(event) + "\n");
 
@@ -35,6 +38,8 @@ try {
   process.exit(1);
 }
 say({ event: "connected", protocol: transport.protocolVersion ?? null });
+
+const stdinLines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 
 const options = { timeout: scenario.timeout_ms };
 if (scenario.progress) {
@@ -56,5 +61,6 @@ for (let call = 1; call <= (scenario.max_calls ?? 1); call++) {
   }
   say({ event: "result", call, result });
   if (result.structuredContent?.status !== "waiting") break;
+  if (scenario.retry_on_stdin && (await stdinLines.next()).done) break;
 }
 await client.close();

@@ -7,7 +7,7 @@
 //! packages they fail and say what is missing.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
@@ -70,7 +70,7 @@ impl NodeScript {
         let mut child = Command::new("node")
             .arg(&copy)
             .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -108,6 +108,15 @@ impl NodeScript {
             stderr,
             copy,
         }
+    }
+
+    /// Writes `line` to the script's stdin (scripts that wait for the test's
+    /// go-ahead read it).
+    pub fn say(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("piped");
+        writeln!(stdin, "{line}")
+            .and_then(|()| stdin.flush())
+            .unwrap_or_else(|e| panic!("write to the node script's stdin: {e}"));
     }
 
     /// The next event, waiting at most `patience`; panics (with the script's

@@ -79,10 +79,10 @@ async fn a_typescript_sdk_call_gets_waiting_before_its_timeout_and_the_next_iden
         TestHost::start_with(|config| config.mcp_wait_budget = Some(Duration::from_secs(2))).await;
     let mut tab = host.events("ts").await;
     tab.replay().await;
-    let client = sdk_client(
+    let mut client = sdk_client(
         &host,
         "ts",
-        json!({"arguments": request(), "timeout_ms": 4000, "max_calls": 3}),
+        json!({"arguments": request(), "timeout_ms": 4000, "max_calls": 3, "retry_on_stdin": true}),
     );
     connected(&client).await;
     let id = tab.requested().await.id;
@@ -103,6 +103,7 @@ async fn a_typescript_sdk_call_gets_waiting_before_its_timeout_and_the_next_iden
     assert_eq!(host.answer("ts", &id, &answer()).await.0, StatusCode::OK);
     let resolved = tab.resolved().await;
     assert_eq!((resolved.id, resolved.outcome), (id, Outcome::Answered));
+    client.say("call again");
     let second = client.next(PATIENCE).await;
     assert_eq!(second["event"], "result", "{second}");
     assert_eq!(second["call"], 2);
