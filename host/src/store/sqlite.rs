@@ -67,6 +67,8 @@ pub struct SqliteStore {
     /// `None` only while dropping (so the writer sees the queue close).
     jobs: Option<mpsc::Sender<Job>>,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// Dropped to stop the checkpointer.
+    checkpoints: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
     health: Arc<Health>,
     restored: Restored,
     reader: Mutex<Connection>,
@@ -78,6 +80,10 @@ impl Drop for SqliteStore {
         drop(self.jobs.take());
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
+        }
+        if let Some((stop, checkpointer)) = self.checkpoints.take() {
+            drop(stop);
+            let _ = checkpointer.join();
         }
     }
 }
@@ -158,10 +164,19 @@ impl SqliteStore {
             // WAL: readers (history, `ask-user history`) never block the writer.
             // NORMAL: a commit survives the process being killed; only a power
             // loss may lose the last commits.
+            // Checkpoints (the only fsyncs) run on their own thread, so the
+            // writer never waits for the disk.
             conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
-                .and_then(|()| conn.execute_batch("PRAGMA synchronous = NORMAL"))
+                .and_then(|()| {
+                    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0")
+                })
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
+        let checkpoints = if writable {
+            Some(spawn_checkpointer(&path)?)
+        } else {
+            None
+        };
         let restored = load(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
         let reader = Connection::open_with_flags(
             &path,
@@ -186,6 +201,7 @@ impl SqliteStore {
             path,
             jobs: Some(jobs),
             writer: Some(writer),
+            checkpoints,
             health,
             restored,
             reader: Mutex::new(reader),
@@ -196,6 +212,39 @@ impl SqliteStore {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// How often the WAL is copied back into the database file.
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A thread that checkpoints the WAL every [`CHECKPOINT_INTERVAL`] on its own
+/// connection (`PASSIVE`: it never blocks the writer), until the returned
+/// sender is dropped.
+fn spawn_checkpointer(
+    path: &Path,
+) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), String> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let (stop, stopped) = mpsc::channel::<()>();
+    let path = path.to_owned();
+    let thread = std::thread::Builder::new()
+        .name("ask-user-checkpoint".to_owned())
+        .spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(CHECKPOINT_INTERVAL)
+            {
+                // A file made read-only is not written, not even here; a
+                // failure only lets the WAL grow until the next try.
+                if owner_may_write(&path).unwrap_or(false) {
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the store's checkpointer: {e}"))?;
+    Ok((stop, thread))
 }
 
 fn read_only(path: &Path) -> String {
