@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const AGENTS: usize = 64;
 
 /// Nothing here waits longer than this for the host.
-const PATIENCE: Duration = Duration::from_secs(60);
+const PATIENCE: Duration = Duration::from_secs(30);
 
 struct TempDir(PathBuf);
 
@@ -82,7 +82,12 @@ impl Host {
         let data = dir.data();
         let process = HostProcess::start_in(&dir.0, &["--data-dir", data.to_str().unwrap()])
             .unwrap_or_else(|e| panic!("the host starts: {e}"));
-        let client = Client::builder().no_proxy().build().unwrap();
+        // Every request is bounded: a regression fails the test instead of hanging it.
+        let client = Client::builder()
+            .no_proxy()
+            .timeout(PATIENCE)
+            .build()
+            .unwrap();
         Host {
             base: process.origin().to_owned(),
             token: process.token().expect("a token").to_owned(),
