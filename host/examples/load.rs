@@ -261,12 +261,31 @@ async fn baseline(seconds: u64) -> Measured {
     measured
 }
 
-async fn round_trips(seconds: u64) -> Measured {
+/// Where the round trips' host keeps its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Record {
+    /// `--ephemeral`: in memory only.
+    Memory,
+    /// The default: a SQLite file (in a fresh temp directory).
+    Sqlite,
+}
+
+async fn round_trips(seconds: u64, record: Record) -> Measured {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let state = AppState::new(HostConfig::new(random_token(), port));
+    let config = HostConfig::new(random_token(), port);
+    let dir = std::env::temp_dir().join(format!("ask-user-load-{}", std::process::id()));
+    let state = match record {
+        Record::Memory => AppState::new(config),
+        Record::Sqlite => {
+            let _ = std::fs::remove_dir_all(&dir);
+            ask_user_host::data_dir::ensure_private_dir(&dir).expect("temp data dir");
+            let store = ask_user_host::store::SqliteStore::open(&dir).expect("the store opens");
+            AppState::recording(config, Arc::new(store))
+        }
+    };
     let token = state.config().token.clone();
     let server = tokio::spawn(serve(listener, state.clone()));
     let base = format!("http://127.0.0.1:{port}");
@@ -278,6 +297,8 @@ async fn round_trips(seconds: u64) -> Measured {
     .await;
     state.shutdown_handle().shutdown();
     server.await.expect("server task").expect("serve");
+    drop(state);
+    let _ = std::fs::remove_dir_all(&dir);
     measured
 }
 
@@ -324,7 +345,13 @@ async fn main() {
     // `-- round-trips` or `-- baseline` runs one phase alone (for a profiler).
     match std::env::args().nth(1).as_deref() {
         Some("round-trips") => {
-            println!("round trips: {}", round_trips(seconds).await.summary());
+            let mut trips = round_trips(seconds, Record::Memory).await;
+            println!("round trips: {}", trips.summary());
+            return;
+        }
+        Some("round-trips-sqlite") => {
+            let mut trips = round_trips(seconds, Record::Sqlite).await;
+            println!("round trips (SQLite): {}", trips.summary());
             return;
         }
         Some("baseline") => {
@@ -339,13 +366,22 @@ async fn main() {
         "baseline: {AGENTS} clients against a bare axum route (POST, answers at once): {}",
         bare.summary()
     );
-    let mut trips = round_trips(seconds).await;
+    let mut trips = round_trips(seconds, Record::Memory).await;
     println!(
-        "round trips: {AGENTS} agents (ask → question/requested frame → answer → result), {}",
+        "round trips: {AGENTS} agents (ask → question/requested frame → answer → result), in-memory store (--ephemeral): {}",
         trips.summary()
     );
     println!(
         "round trips per second = {:.0}% of the baseline's requests per second (goal ≥ 50%; a round trip is two requests and one event frame)",
         100.0 * trips.rate() / bare.rate()
+    );
+    let mut kept = round_trips(seconds, Record::Sqlite).await;
+    println!(
+        "round trips: {AGENTS} agents, SQLite store (WAL, batched writes; every ask and answer written before it is acknowledged): {}",
+        kept.summary()
+    );
+    println!(
+        "SQLite round trips per second = {:.0}% of the in-memory store's (goal ≥ 70%)",
+        100.0 * kept.rate() / trips.rate()
     );
 }

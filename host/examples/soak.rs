@@ -417,7 +417,13 @@ async fn main() -> std::process::ExitCode {
             .expect("make the token file private");
     }
     let mut host = tokio::process::Command::new(&args.host_bin)
-        .args(["serve", "--addr", "127.0.0.1:0", "--token-file"])
+        .args([
+            "serve",
+            "--ephemeral",
+            "--addr",
+            "127.0.0.1:0",
+            "--token-file",
+        ])
         .arg(&token_file)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

@@ -5,11 +5,12 @@ use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
 use crate::pending::SharedEvent;
 use crate::state::{AppState, AskOptions};
+use crate::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::{
     AGENT_HEADER, AskedBy, MessageCreated, PendingListRef, PendingQuestionRef, PostMessage, Role,
     SessionEvent, StatusBody,
 };
-use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
+use ask_user_core::{AnswerBatch, AskRequest, SessionId, UserInteractionError};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -38,12 +39,49 @@ pub fn router() -> Router<AppState> {
             post(cancel),
         )
         .route("/api/sessions/{session}/messages", post(message))
+        .route("/api/history", get(history))
 }
 
-/// `GET /api/health` → `{"status": "ok"}` (no token needed).
-pub async fn health() -> Json<StatusBody> {
-    Json(StatusBody {
-        status: "ok".to_owned(),
+/// `GET /api/history?session=&before=&since=&limit=` → a page of resolved
+/// questions, newest first (question, outcome, answer, times), with
+/// `next_before` to pass as `before` for the next page while there is one.
+/// `limit` defaults to 50 and is at most 500.
+async fn history(
+    State(state): State<AppState>,
+    query: Result<Query<HistoryQuery>, QueryRejection>,
+) -> Result<Json<HistoryPage>, ApiError> {
+    let Query(query) = query
+        .map_err(|e| UserInteractionError::bad_request(format!("query: {}", e.body_text())))?;
+    if let Some(session) = &query.session {
+        SessionId::parse(session)?;
+    }
+    let record = state.record().clone();
+    // Reads run on the blocking pool, never on the runtime's threads.
+    let page = tokio::task::spawn_blocking(move || record.history(&query))
+        .await
+        .map_err(|e| ApiError::StoreUnavailable(StoreError(e.to_string())))?
+        .map_err(ApiError::StoreUnavailable)?;
+    Ok(Json(page))
+}
+
+/// The body of `GET /api/health`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+pub struct Health {
+    /// `"ok"`, or `"degraded"` while the store cannot write.
+    pub status: String,
+    /// Why the store cannot write (only when degraded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
+}
+
+/// `GET /api/health` → `{"status": "ok"}`, or `{"status": "degraded",
+/// "store": "<reason>"}` while the store cannot write (no token needed; the
+/// reason names the file, never a secret).
+pub async fn health(State(state): State<AppState>) -> Json<Health> {
+    let store = state.record().trouble();
+    Json(Health {
+        status: if store.is_some() { "degraded" } else { "ok" }.to_owned(),
+        store,
     })
 }
 
@@ -140,7 +178,7 @@ async fn answer(
     BodyText(body): BodyText,
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
-    state.store().claim(session.as_str(), &id, batch)?;
+    state.answer(&session, &id, batch).await?;
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -152,7 +190,7 @@ async fn cancel(
     Session(session): Session,
     QuestionId(id): QuestionId,
 ) -> Result<Json<StatusBody>, ApiError> {
-    state.store().cancel(session.as_str(), &id)?;
+    state.cancel(&session, &id).await?;
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
@@ -168,7 +206,9 @@ async fn message(
     let post: PostMessage = serde_json::from_str(&body)
         .map_err(|e| UserInteractionError::bad_request(format!("message: {e}")))?;
     post.validate()?;
-    Ok(Json(state.post_message(&session, Role::User, post.text)))
+    Ok(Json(
+        state.post_message(&session, Role::User, post.text).await?,
+    ))
 }
 
 /// Any other `/api` path: 404 as JSON.

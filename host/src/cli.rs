@@ -1,5 +1,6 @@
 //! The `ask-user` command line.
 
+use crate::data_dir::DataDirArg;
 use crate::pending::{DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES};
 use crate::security::check_token;
 use crate::server::{Limits, connections_for_descriptors};
@@ -7,6 +8,7 @@ use crate::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
     HostConfig,
 };
+use crate::store::DEFAULT_KEEP_DAYS;
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
 use std::net::SocketAddr;
@@ -32,6 +34,8 @@ pub enum Command {
     /// MCP over stdin/stdout for clients that launch a command: bridges to a
     /// host (started in the background when none answers).
     Mcp(crate::mcp_stdio::McpArgs),
+    /// Print the record of resolved questions (JSON or a Markdown decision log), or clear it.
+    History(crate::history_cmd::HistoryArgs),
 }
 
 /// `ask-user serve`.
@@ -92,9 +96,18 @@ pub struct ServeArgs {
     /// (as does --detach-grace 0, which would lose the question).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MCP_WAIT_BUDGET.as_secs())]
     pub mcp_wait_budget: u64,
-    /// The data directory (its `token` file holds the token when none is given).
+    /// The data directory: the database and, when no token is given, the
+    /// `token` file (see the flag's own help).
     #[command(flatten)]
-    pub data_dir: crate::data_dir::DataDirArg,
+    pub data_dir: DataDirArg,
+    /// Keep no record on disk: questions, answers and messages live in memory
+    /// only and are gone when the host stops (the token file is still used).
+    #[arg(long)]
+    pub ephemeral: bool,
+    /// Delete resolved questions and messages older than this many days (at
+    /// start and hourly); 0 keeps them forever.
+    #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_KEEP_DAYS)]
+    pub keep_days: u32,
 }
 
 impl ServeArgs {
@@ -138,11 +151,27 @@ impl ServeArgs {
             detach_grace: Duration::from_secs(self.detach_grace),
             mcp_wait_budget: (self.mcp_wait_budget > 0)
                 .then(|| Duration::from_secs(self.mcp_wait_budget)),
+            keep_days: self.keep_days,
         })
     }
 }
 
 impl ServeArgs {
+    /// The store: nothing with `--ephemeral`, else the SQLite file in the
+    /// data directory (both created private when missing). Fails, naming the
+    /// file, on one the host must not touch.
+    pub fn open_record(&self) -> Result<std::sync::Arc<dyn crate::store::Store>, String> {
+        if self.ephemeral {
+            return Ok(std::sync::Arc::new(crate::store::EphemeralStore));
+        }
+        let dir = self.data_dir.resolve()?;
+        crate::data_dir::ensure_private_dir(&dir)
+            .map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
+        let store = crate::store::SqliteStore::open(&dir)?;
+        tracing::info!(path = %store.path().display(), "store");
+        Ok(std::sync::Arc::new(store))
+    }
+
     /// The accept loop's limits: `--max-connections`, or the cap for
     /// `descriptor_limit` (see [`connections_for_descriptors`]).
     pub fn limits(&self, descriptor_limit: u64) -> Limits {
@@ -273,6 +302,19 @@ mod tests {
         let set = serve_config(&["--max-pending-bytes", "1000", "--max-streams", "2"]);
         assert_eq!(set.max_pending_bytes, 1000);
         assert_eq!(set.max_streams, 2);
+    }
+
+    #[test]
+    fn the_store_is_kept_30_days_unless_told_and_ephemeral_still_takes_a_data_dir_for_the_token() {
+        assert_eq!(serve_config(&[]).keep_days, 30);
+        assert_eq!(serve_config(&["--keep-days", "0"]).keep_days, 0);
+        assert!(!serve_args(&[]).ephemeral);
+        assert!(serve_args(&["--ephemeral"]).ephemeral);
+        // ASK_USER_DATA_DIR in the environment must not make --ephemeral an error.
+        assert!(
+            Cli::try_parse_from(["ask-user", "serve", "--ephemeral", "--data-dir", "/tmp/x"])
+                .is_ok()
+        );
     }
 
     #[test]

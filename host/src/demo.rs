@@ -153,7 +153,8 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
 
 /// One turn: reply, ask, listen again, summarise. Returns the new subscription.
 async fn converse(state: &AppState, session: &SessionId) -> EventReceiver {
-    state.post_message(session, Role::Agent, REPLY);
+    // A message the store could not keep is reported there (health); the demo goes on.
+    let _ = state.post_message(session, Role::Agent, REPLY).await;
     let request = questions();
     let result = state
         .ask(
@@ -179,7 +180,7 @@ async fn converse(state: &AppState, session: &SessionId) -> EventReceiver {
             _ => format!("I could not get your answers: {error}."),
         },
     };
-    state.post_message(session, Role::Agent, text);
+    let _ = state.post_message(session, Role::Agent, text).await;
     events
 }
 

@@ -58,6 +58,9 @@ pub enum ApiError {
     NotFound(String),
     /// `METHOD_NOT_ALLOWED` (405): the route exists, the method does not.
     MethodNotAllowed,
+    /// `STORE_UNAVAILABLE` (503): the ask, answer or message could not be
+    /// written to the store, so it was not acknowledged.
+    StoreUnavailable(crate::store::StoreError),
 }
 
 impl ApiError {
@@ -70,6 +73,7 @@ impl ApiError {
             | ApiError::TooManySessions { .. }
             | ApiError::TooManyInboxStreams { .. }
             | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -92,6 +96,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            ApiError::StoreUnavailable(_) => "STORE_UNAVAILABLE",
         }
     }
 
@@ -144,6 +149,9 @@ impl ApiError {
             }
             ApiError::NotFound(path) => format!("no such route: {path}"),
             ApiError::MethodNotAllowed => "method not allowed on this route".to_owned(),
+            ApiError::StoreUnavailable(why) => format!(
+                "the host could not record this, so it did not happen: {why}; see GET /api/health"
+            ),
         }
     }
 

@@ -30,6 +30,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod history_cmd;
 pub mod inbox;
 pub mod mcp;
 pub mod mcp_stdio;
@@ -39,6 +40,7 @@ pub mod provider;
 pub mod security;
 pub mod server;
 pub mod state;
+pub mod store;
 pub mod token_file;
 pub mod transcript;
 
@@ -117,7 +119,12 @@ pub async fn serve_with(
     if state.config().demo {
         demo::spawn(state.clone());
     }
-    server::run(listener, state.clone(), app(state), limits).await
+    server::run(listener, state.clone(), app(state.clone()), limits).await?;
+    // What shutdown resolved (every waiting ask `disposed`) is kept before exit.
+    if let Err(error) = state.record().flush().kept().await {
+        tracing::error!(%error, "the store could not keep the last writes");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

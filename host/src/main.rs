@@ -40,6 +40,7 @@ async fn main() -> ExitCode {
             run_serve(args).await
         }
         Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
+        Command::History(args) => ask_user_host::history_cmd::run(&args),
         Command::Mcp(args) => return ask_user_host::mcp_stdio::run(args).await,
     };
     match result {
@@ -83,7 +84,8 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         None => {}
     }
     let url = open_url(addr, &config.token);
-    let state = AppState::new(config);
+    let record = args.open_record()?;
+    let state = AppState::recording(config, record);
 
     let shutdown = state.shutdown_handle();
     tokio::spawn(async move {

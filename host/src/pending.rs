@@ -20,6 +20,7 @@
 //! The table sits behind [`PendingStore`] so a shared store can replace process
 //! memory without touching the routes.
 
+use crate::store::{Restored, Store, Write};
 use crate::transcript::{LogLimits, SessionLogs};
 use ask_user_core::limits::{LISTED_SESSION_IDLE_MS, MAX_LISTED_SESSIONS, MAX_PENDING_PER_SESSION};
 use ask_user_core::wire::{
@@ -157,7 +158,37 @@ pub trait PendingStore: Send + Sync + 'static {
         session: &str,
         request: AskRequest,
         asked_by: Option<AskedBy>,
-    ) -> Result<Registered, RegisterError>;
+    ) -> Result<Registered, RegisterError> {
+        self.register_as(QuestionRequested {
+            id: random_id("q_"),
+            session: session.to_owned(),
+            request,
+            created_at_ms: now_ms(),
+            asked_by,
+        })
+    }
+
+    /// [`PendingStore::register`] of a question whose id and time the caller
+    /// chose (and wrote to the record first); when it attaches instead, that
+    /// id is unused.
+    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError>;
+
+    /// Puts back what the record still had open at start: pending questions
+    /// come back detached and held resolutions held, their grace counted from
+    /// now. The limits do not apply (they were kept already).
+    fn restore(&self, restored: Restored);
+
+    /// `answer` validated and normalised by core against the pending
+    /// question `id`, without claiming it; `NOT_PENDING` when it is gone.
+    fn check_answer(
+        &self,
+        session: &str,
+        id: &str,
+        answer: AnswerBatch,
+    ) -> Result<AnswerBatch, UserInteractionError>;
+
+    /// `NOT_PENDING` (saying why, when known) unless `id` is pending in `session`.
+    fn check_pending(&self, session: &str, id: &str) -> Result<(), UserInteractionError>;
 
     /// The call holding `attachment` goes away without having read `waiter`.
     /// If the question still waits on it, `how` decides: abort it, or detach
@@ -228,7 +259,18 @@ pub trait PendingStore: Send + Sync + 'static {
 
     /// Keeps a transcript message in `session` and broadcasts it to its
     /// subscribers.
-    fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated;
+    fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated {
+        let message = MessageCreated {
+            id: random_id("m_"),
+            role,
+            text,
+            at_ms: now_ms(),
+        };
+        self.post_message_as(session, message)
+    }
+
+    /// [`PendingStore::post_message`] of `message` (already written to the record).
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated;
 
     /// `session`'s transcript: its most recent messages and records of
     /// resolved questions, oldest first.
@@ -489,6 +531,8 @@ struct Table {
     logs: SessionLogs,
     /// Marked on every change the session list shows.
     inbox: watch::Sender<()>,
+    /// The durable record, told of every ending the table decides itself.
+    journal: Option<Arc<dyn Store>>,
 }
 
 impl Table {
@@ -508,6 +552,14 @@ impl Table {
             recent_order: VecDeque::new(),
             logs: SessionLogs::new(LogLimits::default()),
             inbox: watch::channel(()).0,
+            journal: None,
+        }
+    }
+
+    /// Queues `write` for the record (in the table's order: called under its lock).
+    fn journal(&self, write: impl FnOnce() -> Write) {
+        if let Some(journal) = &self.journal {
+            drop(journal.submit(write()));
         }
     }
 
@@ -565,6 +617,14 @@ impl Table {
         self.bytes -= entry.bytes;
         self.forget_if_idle(session);
         self.remember(id, session, ended);
+        // An answer or a cancel was written before its claim.
+        if !matches!(ended, Ended::Answered | Ended::Cancelled) {
+            self.journal(|| Write::Ended {
+                id: id.to_owned(),
+                outcome: ended.outcome(),
+                at_ms: now_ms(),
+            });
+        }
         Some(entry)
     }
 
@@ -604,6 +664,7 @@ impl Table {
         let id = question(&event).id.clone();
         if grace.is_zero() {
             log_never_delivered(session, &id, &resolution);
+            self.journal(|| Write::NeverDelivered { id });
             return;
         }
         let until = Instant::now() + grace;
@@ -735,14 +796,20 @@ impl MemoryStore {
     /// An empty store configured by `config`.
     /// A per-session limit above core's `MAX_PENDING_PER_SESSION` is lowered
     /// to it: the page could not show the questions past it.
-    pub fn with_config(mut config: StoreConfig) -> Self {
+    pub fn with_config(config: StoreConfig) -> Self {
+        Self::with_journal(config, None)
+    }
+
+    /// [`MemoryStore::with_config`], telling `journal` of every ending it
+    /// decides itself (aborted, timed out, expired, disposed; a held
+    /// resolution never collected).
+    pub fn with_journal(mut config: StoreConfig, journal: Option<Arc<dyn Store>>) -> Self {
         config.channel_capacity = config.channel_capacity.max(1);
         config.max_per_session = config.max_per_session.min(MAX_PENDING_PER_SESSION);
+        let mut table = Table::new(config.channel_capacity, config.event_buffer_bytes);
+        table.journal = journal;
         Self {
-            table: Mutex::new(Table::new(
-                config.channel_capacity,
-                config.event_buffer_bytes,
-            )),
+            table: Mutex::new(table),
             config,
             hasher: RandomState::new(),
             grace_started: Notify::new(),
@@ -794,13 +861,10 @@ impl MemoryStore {
 }
 
 impl PendingStore for MemoryStore {
-    fn register(
-        &self,
-        session: &str,
-        request: AskRequest,
-        asked_by: Option<AskedBy>,
-    ) -> Result<Registered, RegisterError> {
-        let (key, bytes) = self.key_of(&request);
+    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError> {
+        let session = question.session.clone();
+        let session = session.as_str();
+        let (key, bytes) = self.key_of(&question.request);
         let (reply, waiter) = oneshot::channel();
         let mut table = self.lock();
         if table.closed {
@@ -810,7 +874,7 @@ impl PendingStore for MemoryStore {
         let found = table
             .sessions
             .get(session)
-            .and_then(|slot| slot.reattachable(key, &request));
+            .and_then(|slot| slot.reattachable(key, &question.request));
         if let Some(seq) = found {
             let table = &mut *table;
             let slot = table.sessions.get_mut(session).expect("found in it");
@@ -862,17 +926,12 @@ impl PendingStore for MemoryStore {
         if let Some(limit) = self.full(&table, session, bytes) {
             return Err(RegisterError::TooManyPending { limit });
         }
-        let id = random_id("q_");
-        let created_at_ms = now_ms();
-        table.logs.touch(session, created_at_ms, asked_by.as_ref());
+        let id = question.id.clone();
+        table
+            .logs
+            .touch(session, question.created_at_ms, question.asked_by.as_ref());
         table.inbox.send_replace(());
-        let event = Arc::new(SessionEvent::QuestionRequested(QuestionRequested {
-            id: id.clone(),
-            session: session.to_owned(),
-            request,
-            created_at_ms,
-            asked_by,
-        }));
+        let event = Arc::new(SessionEvent::QuestionRequested(question));
         let seq = table.next_seq;
         table.next_seq += 1;
         table.pending += 1;
@@ -903,6 +962,67 @@ impl PendingStore for MemoryStore {
             waiter,
             found: Found::New,
         })
+    }
+
+    fn restore(&self, restored: Restored) {
+        let grace = self.grace();
+        let mut table = self.lock();
+        for question in restored.pending {
+            let session = question.session.clone();
+            let (key, bytes) = self.key_of(&question.request);
+            let id = question.id.clone();
+            table
+                .logs
+                .touch(&session, question.created_at_ms, question.asked_by.as_ref());
+            let seq = table.next_seq;
+            table.next_seq += 1;
+            table.pending += 1;
+            table.bytes += bytes;
+            let until = Instant::now() + grace;
+            let slot = table.session(&session);
+            slot.order.insert(seq, id.clone());
+            slot.entries.insert(
+                id.clone(),
+                Entry {
+                    seq,
+                    key,
+                    bytes,
+                    event: Arc::new(SessionEvent::QuestionRequested(question)),
+                    waiting: Waiting::Detached { until },
+                },
+            );
+            slot.index(key, seq);
+            table.deadlines.insert((until, seq), session.clone());
+            if grace.is_zero() {
+                table.resolve(&session, &id, Ended::Expired);
+            }
+        }
+        for (question, answer) in restored.held {
+            let session = question.session.clone();
+            let (key, bytes) = self.key_of(&question.request);
+            let seq = table.next_seq;
+            table.next_seq += 1;
+            let resolution = answer.map_or(Resolution::Cancelled, Resolution::Answered);
+            let event = Arc::new(SessionEvent::QuestionRequested(question));
+            table.hold(&session, (seq, key, bytes), event, resolution, grace);
+        }
+        table.inbox.send_replace(());
+        drop(table);
+        self.grace_started.notify_one();
+    }
+
+    fn check_answer(
+        &self,
+        session: &str,
+        id: &str,
+        answer: AnswerBatch,
+    ) -> Result<AnswerBatch, UserInteractionError> {
+        let event = self.request_of(session, id)?;
+        answer.normalize(&question(&event).request)
+    }
+
+    fn check_pending(&self, session: &str, id: &str) -> Result<(), UserInteractionError> {
+        self.request_of(session, id).map(drop)
     }
 
     fn let_go(
@@ -1024,6 +1144,9 @@ impl PendingStore for MemoryStore {
                 table.held -= 1;
                 table.bytes -= held.bytes;
                 log_never_delivered(&session, &held.id, &held.resolution);
+                table.journal(|| Write::NeverDelivered {
+                    id: held.id.clone(),
+                });
                 table.forget_if_idle(&session);
             } else if let Some(id) = slot.order.get(&seq).cloned() {
                 table.resolve(&session, &id, Ended::Expired);
@@ -1067,13 +1190,7 @@ impl PendingStore for MemoryStore {
         Subscription { replay, events }
     }
 
-    fn post_message(&self, session: &str, role: Role, text: String) -> MessageCreated {
-        let message = MessageCreated {
-            id: random_id("m_"),
-            role,
-            text,
-            at_ms: now_ms(),
-        };
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated {
         let mut table = self.lock();
         if let Some(slot) = table.sessions.get_mut(session) {
             slot.send(SessionEvent::MessageCreated(message.clone()));

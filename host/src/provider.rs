@@ -15,9 +15,11 @@
 
 use crate::error::ApiError;
 use crate::pending::{
-    Attachment, LetGo, PendingLimit, PendingStore, RegisterError, Registered, Resolution,
+    Attachment, Found, LetGo, PendingLimit, PendingStore, RegisterError, Registered, Resolution,
+    random_id,
 };
-use ask_user_core::wire::Outcome;
+use crate::store::{EphemeralStore, Store, Write, now_ms, unavailable};
+use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{
     AbortSignal, AskContext, AskRequest, ProviderFuture, UserInteractionError,
     UserInteractionProvider,
@@ -29,6 +31,7 @@ use tokio::time::Instant;
 /// Presents questions to the browser tabs of a session through the pending table.
 pub struct WebProvider {
     store: Arc<dyn PendingStore>,
+    record: Arc<dyn Store>,
 }
 
 impl std::fmt::Debug for WebProvider {
@@ -38,9 +41,16 @@ impl std::fmt::Debug for WebProvider {
 }
 
 impl WebProvider {
-    /// A provider over `store`.
+    /// A provider over `store` that records nothing.
     pub fn new(store: Arc<dyn PendingStore>) -> Self {
-        Self { store }
+        Self::recording(store, Arc::new(EphemeralStore))
+    }
+
+    /// A provider over `store` that writes each new question to `record`
+    /// before the person may see it, and marks a resolution delivered once
+    /// the asking call has it.
+    pub fn recording(store: Arc<dyn PendingStore>, record: Arc<dyn Store>) -> Self {
+        Self { store, record }
     }
 }
 
@@ -97,20 +107,66 @@ impl Drop for WaitGuard {
     }
 }
 
+/// How long after handing a resolution to its call the record marks it
+/// delivered. Until then a restart still holds it: the response may not have
+/// left the host yet, and an answer the person was told is kept must reach the
+/// asker that asks again. (An asker that did get it asks something else.)
+pub const DELIVERY_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl WebProvider {
+    fn mark_delivered(&self, id: String) {
+        if !self.record.keeps() {
+            return;
+        }
+        let record = self.record.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(DELIVERY_SETTLE).await;
+            // A failure is the store's trouble, reported by its health.
+            drop(record.submit(Write::Delivered { id }));
+        });
+    }
+}
+
 impl UserInteractionProvider for WebProvider {
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
         // Core's budget becomes this runtime's timer, counted from now.
         let deadline = context.timeout.map(|timeout| Instant::now() + timeout);
         Box::pin(async move {
             let session = context.session.as_str();
+            let question = QuestionRequested {
+                id: random_id("q_"),
+                session: session.to_owned(),
+                request,
+                created_at_ms: now_ms(),
+                asked_by: context.asked_by.clone(),
+            };
+            let fresh = question.id.clone();
+            let keeps = self.record.keeps();
+            if keeps {
+                // Kept before anyone sees it: a restart brings it back.
+                self.record
+                    .submit(Write::Asked(question.clone()))
+                    .kept()
+                    .await
+                    .map_err(|e| unavailable(&e))?;
+            }
+            let registered = self.store.register_as(question);
+            if keeps
+                && !matches!(
+                    registered,
+                    Ok(Registered {
+                        found: Found::New,
+                        ..
+                    })
+                )
+            {
+                drop(self.record.submit(Write::Discard { id: fresh }));
+            }
             let Registered {
                 attachment,
                 waiter,
                 found,
-            } = self
-                .store
-                .register(session, request, context.asked_by.clone())
-                .map_err(refusal)?;
+            } = registered.map_err(refusal)?;
             tracing::debug!(session, id = attachment.id(), ?found, "question presented");
             context.presented.set(attachment.id());
             let id = attachment.id().to_owned();
@@ -134,6 +190,9 @@ impl UserInteractionProvider for WebProvider {
                     }
                 }
             };
+            if let Ok(Resolution::Answered(_) | Resolution::Cancelled) = resolution {
+                self.mark_delivered(id);
+            }
             match resolution {
                 Ok(Resolution::Answered(answer)) => Ok(answer),
                 Ok(Resolution::Cancelled) => Err(UserInteractionError::cancelled()),

@@ -9,6 +9,7 @@ use crate::pending::{
     Subscription, spawn_grace_timer,
 };
 use crate::provider::{WebProvider, no_room};
+use crate::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
 use ask_user_core::wire::{AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
@@ -70,6 +71,9 @@ pub struct HostConfig {
     /// before it returns `waiting` (`--mcp-wait-budget`); `None` waits as long
     /// as the person needs. Unused when `detach_grace` is zero.
     pub mcp_wait_budget: Option<Duration>,
+    /// Resolved questions and messages older than this many days are pruned
+    /// from the record at start and hourly (`--keep-days`); 0 keeps them.
+    pub keep_days: u32,
 }
 
 impl HostConfig {
@@ -88,6 +92,7 @@ impl HostConfig {
             demo: false,
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
+            keep_days: crate::store::DEFAULT_KEEP_DAYS,
         }
     }
 }
@@ -113,6 +118,7 @@ pub struct AskOptions {
 struct Inner {
     config: HostConfig,
     store: Arc<dyn PendingStore>,
+    record: Arc<dyn Store>,
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
     shutdown: CancellationToken,
@@ -153,24 +159,54 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over an in-memory pending table sized by `config`.
+    /// State over an in-memory pending table sized by `config`, recording
+    /// nothing (`--ephemeral`).
     pub fn new(config: HostConfig) -> Self {
-        let store = MemoryStore::with_config(StoreConfig {
-            detach_grace: config.detach_grace,
-            max_kept: config.max_pending,
-            max_bytes: config.max_pending_bytes,
-            ..StoreConfig::default()
-        });
-        Self::with_store(config, Arc::new(store))
+        Self::recording(config, Arc::new(EphemeralStore))
     }
 
-    /// State over `store` (which applies its own limit and detach grace);
-    /// registers the web provider unless `config.web` is false.
+    /// State over an in-memory pending table sized by `config` that keeps its
+    /// record in `record`, and puts back what `record` still had open
+    /// (pending questions detached, held resolutions held).
+    pub fn recording(config: HostConfig, record: Arc<dyn Store>) -> Self {
+        let store = MemoryStore::with_journal(
+            StoreConfig {
+                detach_grace: config.detach_grace,
+                max_kept: config.max_pending,
+                max_bytes: config.max_pending_bytes,
+                ..StoreConfig::default()
+            },
+            Some(record.clone()),
+        );
+        let restored = record.restored();
+        let (pending, held) = (restored.pending.len(), restored.held.len());
+        store.restore(restored);
+        if pending + held > 0 {
+            tracing::info!(
+                pending,
+                held,
+                "restored from the store: pending questions detached, resolutions held"
+            );
+        }
+        Self::with_stores(config, Arc::new(store), record)
+    }
+
+    /// State over `store` (which applies its own limit and detach grace),
+    /// recording nothing; registers the web provider unless `config.web` is false.
     pub fn with_store(config: HostConfig, store: Arc<dyn PendingStore>) -> Self {
+        Self::with_stores(config, store, Arc::new(EphemeralStore))
+    }
+
+    fn with_stores(
+        config: HostConfig,
+        store: Arc<dyn PendingStore>,
+        record: Arc<dyn Store>,
+    ) -> Self {
         let interaction = UserInteraction::new();
         let registration = config.web.then(|| {
+            let provider = WebProvider::recording(store.clone(), record.clone());
             interaction
-                .register_provider(Arc::new(WebProvider::new(store.clone())))
+                .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
         Self {
@@ -179,6 +215,7 @@ impl AppState {
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
                 store,
+                record,
                 interaction,
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
@@ -229,6 +266,69 @@ impl AppState {
         &self.inner.store
     }
 
+    /// The durable record.
+    pub fn record(&self) -> &Arc<dyn Store> {
+        &self.inner.record
+    }
+
+    /// The person's answer to question `id`: validated by core, written to
+    /// the record, then claimed (the first answer written wins). `Ok` only
+    /// once it is kept: a write failure is `STORE_UNAVAILABLE`.
+    pub async fn answer(
+        &self,
+        session: &SessionId,
+        id: &str,
+        answer: AnswerBatch,
+    ) -> Result<(), ApiError> {
+        let session = session.as_str();
+        let answer = self.inner.store.check_answer(session, id, answer)?;
+        let write = Write::Answered {
+            id: id.to_owned(),
+            answer: answer.clone(),
+            at_ms: now_ms(),
+        };
+        self.resolve_recorded(session, id, write).await?;
+        Ok(self.inner.store.claim(session, id, answer)?)
+    }
+
+    /// The person closed question `id`: written to the record, then claimed
+    /// like an answer.
+    pub async fn cancel(&self, session: &SessionId, id: &str) -> Result<(), ApiError> {
+        let session = session.as_str();
+        self.inner.store.check_pending(session, id)?;
+        let write = Write::Cancelled {
+            id: id.to_owned(),
+            at_ms: now_ms(),
+        };
+        self.resolve_recorded(session, id, write).await?;
+        Ok(self.inner.store.cancel(session, id)?)
+    }
+
+    /// Writes the person's resolution; the record decides which one came
+    /// first, so two tabs never both win.
+    async fn resolve_recorded(
+        &self,
+        session: &str,
+        id: &str,
+        write: Write,
+    ) -> Result<(), ApiError> {
+        let applied = self
+            .inner
+            .record
+            .submit(write)
+            .kept()
+            .await
+            .map_err(ApiError::StoreUnavailable)?;
+        if applied {
+            return Ok(());
+        }
+        // Another answer or cancel was written first; its claim follows.
+        Err(UserInteractionError::not_pending(format!(
+            "question {id:?} is not pending in session {session:?}: it was already answered or cancelled"
+        ))
+        .into())
+    }
+
     /// Core's interaction service (with the web provider unless `--no-web`).
     ///
     /// Ask through [`AppState::ask`] instead: it reports `--max-pending` as 429.
@@ -273,10 +373,13 @@ impl AppState {
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
-            Err(e) => match limits.into_iter().find(|&limit| e == no_room(limit)) {
-                Some(limit) => Err(ApiError::TooManyPending { limit }),
-                None => Err(e.into()),
-            },
+            Err(e) => {
+                match limits.into_iter().find(|&limit| e == no_room(limit)) {
+                    Some(limit) => Err(ApiError::TooManyPending { limit }),
+                    None => Err(as_unavailable(&e)
+                        .map_or(ApiError::Interaction(e), ApiError::StoreUnavailable)),
+                }
+            }
             Ok(answer) => Ok(answer),
         }
     }
@@ -299,17 +402,33 @@ impl AppState {
             })
     }
 
-    /// Keeps a transcript message in `session` and posts it to its streams
-    /// (`message/created`).
-    pub fn post_message(
+    /// Writes a transcript message to the record, then posts it to
+    /// `session`'s streams (`message/created`).
+    pub async fn post_message(
         &self,
         session: &SessionId,
         role: Role,
         text: impl Into<String>,
-    ) -> MessageCreated {
+    ) -> Result<MessageCreated, ApiError> {
+        let at_ms = now_ms();
+        let message = MessageCreated {
+            id: crate::pending::random_id("m_"),
+            role,
+            text: text.into(),
+            at_ms,
+        };
+        let write = Write::Message {
+            session: session.as_str().to_owned(),
+            message: message.clone(),
+            at_ms,
+        };
         self.inner
-            .store
-            .post_message(session.as_str(), role, text.into())
+            .record
+            .submit(write)
+            .kept()
+            .await
+            .map_err(ApiError::StoreUnavailable)?;
+        Ok(self.inner.store.post_message_as(session.as_str(), message))
     }
 
     /// The handle that shuts the host down.
@@ -339,6 +458,11 @@ impl AppState {
     /// the router starts nothing.
     pub fn spawn_background_tasks(&self) {
         spawn_grace_timer(self.inner.store.clone(), self.shutdown_token());
+        crate::store::spawn_pruning(
+            self.inner.record.clone(),
+            self.inner.config.keep_days,
+            self.shutdown_token(),
+        );
         crate::mcp::lifecycle::spawn(self);
     }
 }

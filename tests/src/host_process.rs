@@ -109,8 +109,12 @@ impl HostProcess {
         ));
         command.env("ASK_USER_DATA_DIR", &data_dir);
         // Port 0: the host binds a free port and prints it, so no race with other tests.
+        command.args(["serve", "--addr", "127.0.0.1:0"]);
+        // Nothing on disk unless the test gives the host a data directory.
+        if !args.iter().any(|a| *a == "--data-dir") {
+            command.arg("--ephemeral");
+        }
         let mut child = command
-            .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -213,6 +217,12 @@ impl HostProcess {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Kills the host with SIGKILL (no shutdown runs) and reaps it.
+    pub fn kill(&mut self) -> ExitStatus {
+        let _ = self.child.kill();
+        self.child.wait().expect("reap the host")
     }
 
     /// The host's resident set (`VmRSS` in `/proc/<pid>/status`), in KiB.

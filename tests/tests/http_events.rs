@@ -156,7 +156,9 @@ async fn a_posted_message_reaches_every_stream_of_the_session_as_message_created
     // The agent side posts through the state; tabs see role "agent".
     let reply = host
         .state
-        .post_message(&SessionId::parse("chat").unwrap(), Role::Agent, "Hi!");
+        .post_message(&SessionId::parse("chat").unwrap(), Role::Agent, "Hi!")
+        .await
+        .unwrap();
     let frame = tab_a.next().await;
     assert_eq!(
         frame.json(),

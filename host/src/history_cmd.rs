@@ -1,0 +1,193 @@
+//! `ask-user history`: prints the record of resolved questions from the data
+//! directory's database (read-only, so it works beside a running host), as
+//! JSON or as a readable Markdown decision log; `--clear` deletes it.
+
+use crate::data_dir::DataDirArg;
+use crate::store::sqlite::{self, DATABASE_FILE};
+use crate::store::{HistoryQuery, HistoryRecord, MAX_HISTORY_PAGE};
+use ask_user_core::SessionId;
+use ask_user_core::wire::Outcome;
+use clap::{Args, ValueEnum};
+use rusqlite::Connection;
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+/// `ask-user history`.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// The data directory whose database to read.
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
+    /// Only this session.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Only questions resolved on or after this UTC date or time
+    /// (`2026-12-01`, `2026-12-01 14:30`, `2026-12-01T14:30:00Z`).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// `json` (the records, newest first) or `md` (a decision log, oldest first).
+    #[arg(long, value_enum, default_value_t = Format::Md)]
+    pub format: Format,
+    /// Delete the resolved questions and messages (of `--session` only, when
+    /// given) instead of printing them. Pending questions stay.
+    #[arg(long, conflicts_with_all = ["since", "format"])]
+    pub clear: bool,
+}
+
+/// How `ask-user history` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A JSON array of records, newest first.
+    Json,
+    /// A Markdown decision log, oldest first.
+    Md,
+}
+
+/// Runs `ask-user history`; `Err` says what went wrong.
+pub fn run(args: &HistoryArgs) -> Result<(), String> {
+    if let Some(session) = &args.session {
+        SessionId::parse(session).map_err(|e| format!("--session: {}", e.message))?;
+    }
+    let path = args.data_dir.resolve()?.join(DATABASE_FILE);
+    if !path.exists() {
+        return Err(format!(
+            "{}: no database (nothing recorded yet)",
+            path.display()
+        ));
+    }
+    let mut out = std::io::stdout().lock();
+    if args.clear {
+        let conn = sqlite::open_for_clearing(&path)?;
+        let deleted = sqlite::clear(&conn, args.session.as_deref())
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        writeln!(out, "deleted {deleted} resolved questions").map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    let conn = sqlite::open_read_only(&path)?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|d| parse_date(&conn, d))
+        .transpose()?;
+    let records = read_all(&conn, args.session.clone(), since)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = match args.format {
+        Format::Json => {
+            let mut json = serde_json::to_string_pretty(&records).expect("records serialise");
+            json.push('\n');
+            json
+        }
+        Format::Md => markdown(&conn, &records),
+    };
+    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+}
+
+/// Unix ms of a UTC date or time, as SQLite reads it.
+fn parse_date(conn: &Connection, date: &str) -> Result<u64, String> {
+    let seconds: Option<i64> = conn
+        .query_row("SELECT unixepoch(?1)", [date.trim()], |row| row.get(0))
+        .map_err(|e| e.to_string())?;
+    match seconds {
+        Some(s) if s >= 0 => Ok(s as u64 * 1000),
+        _ => Err(format!(
+            "--since {date:?}: not a date (2026-12-01, 2026-12-01 14:30 or 2026-12-01T14:30:00Z, UTC)"
+        )),
+    }
+}
+
+/// Every record, newest first, page by page.
+fn read_all(
+    conn: &Connection,
+    session: Option<String>,
+    since: Option<u64>,
+) -> rusqlite::Result<Vec<HistoryRecord>> {
+    let mut records = Vec::new();
+    let mut query = HistoryQuery {
+        session,
+        since,
+        limit: Some(MAX_HISTORY_PAGE),
+        ..HistoryQuery::default()
+    };
+    loop {
+        let page = sqlite::history(conn, &query)?;
+        records.extend(page.records);
+        match page.next_before {
+            Some(before) => query.before = Some(before),
+            None => return Ok(records),
+        }
+    }
+}
+
+fn utc(conn: &Connection, ms: u64) -> String {
+    conn.query_row(
+        "SELECT strftime('%Y-%m-%d %H:%M:%S', ?1 / 1000, 'unixepoch')",
+        [ms as i64],
+        |row| row.get::<_, String>(0),
+    )
+    .map(|t| format!("{t} UTC"))
+    .unwrap_or_else(|_| format!("{ms} ms"))
+}
+
+fn outcome_words(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Answered => "answered",
+        Outcome::Cancelled => "closed by the person",
+        Outcome::Aborted => "withdrawn by the agent",
+        Outcome::Timeout => "timed out",
+        Outcome::Disposed => "ended by a host shutdown",
+    }
+}
+
+/// The decision log: per record (oldest first) when, where, how it ended,
+/// and each question with what was chosen or written.
+pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
+    let mut md = String::from("# Decision log\n");
+    if records.is_empty() {
+        md.push_str("\nNothing recorded.\n");
+    }
+    for record in records.iter().rev() {
+        let q = &record.question;
+        let _ = write!(
+            md,
+            "\n## {} · session `{}` · {}\n\nAsked {} · question `{}`\n",
+            utc(conn, record.resolved_at_ms),
+            q.session,
+            outcome_words(record.outcome),
+            utc(conn, q.created_at_ms),
+            q.id
+        );
+        for item in &q.request.questions {
+            let title = item.header.as_deref().unwrap_or(&item.question);
+            let _ = write!(md, "\n**{}**", one_line(title));
+            if item.header.is_some() {
+                let _ = write!(md, " — {}", one_line(&item.question));
+            }
+            md.push('\n');
+            let answer = record
+                .answer
+                .as_ref()
+                .and_then(|a| a.answers.iter().find(|a| a.id == item.id));
+            match answer {
+                Some(answer) if answer.selected.is_empty() && answer.custom.is_none() => {
+                    md.push_str("- (skipped)\n");
+                }
+                Some(answer) => {
+                    for label in &answer.selected {
+                        let _ = writeln!(md, "- {}", one_line(label));
+                    }
+                    if let Some(custom) = &answer.custom {
+                        let _ = writeln!(md, "- “{}”", one_line(custom));
+                    }
+                }
+                None if record.outcome == Outcome::Answered => md.push_str("- (no answer)\n"),
+                None => {}
+            }
+        }
+    }
+    md
+}
+
+/// Text on one line (a newline would break the list item).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

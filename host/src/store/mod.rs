@@ -1,0 +1,369 @@
+//! The durable record: every question (its request, session and time), how
+//! it ended, the normalised answer and when, which resolutions are still held
+//! for an asker that went away, and the transcript's messages.
+//!
+//! The pending table ([`crate::pending`]) stays the live state (waiting calls,
+//! broadcasts); this store is what survives a restart. The host talks to it
+//! through one trait, [`Store`]: [`SqliteStore`] (the default: one SQLite file
+//! in the data directory, WAL) and [`EphemeralStore`] (`--ephemeral`: nothing
+//! is written). A later server database is one more implementation.
+//!
+//! Writes are submitted without blocking ([`Store::submit`], callable under
+//! the pending table's lock, so the record sees changes in the table's order)
+//! and confirmed by awaiting the returned [`Ticket`]: whatever is acknowledged
+//! to a person or an agent is awaited first ("nothing acknowledged that was
+//! not kept"). One writer applies them in batches, one transaction each.
+
+pub mod sqlite;
+
+pub use sqlite::{DATABASE_FILE, SqliteStore};
+
+use ask_user_core::wire::{MessageCreated, Outcome, QuestionRequested, Role};
+use ask_user_core::{AnswerBatch, UserInteractionError};
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Default for `--keep-days`: resolved questions and messages older than this
+/// are pruned (at start and hourly).
+pub const DEFAULT_KEEP_DAYS: u32 = 30;
+
+/// How often the same store failure is logged.
+pub const FAILURE_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The most records one history page holds.
+pub const MAX_HISTORY_PAGE: usize = 500;
+
+/// Records per history page when `limit` is not given.
+pub const DEFAULT_HISTORY_PAGE: usize = 50;
+
+/// Why the store could not keep something (the disk is full, the file is
+/// read-only, …): the host answers 503 `STORE_UNAVAILABLE`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct StoreError(pub String);
+
+/// One change to the record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// A new question, written before anyone may see it.
+    Asked(QuestionRequested),
+    /// The row of an ask that was not registered after all (it attached to
+    /// an identical question, or was refused).
+    Discard {
+        /// The question's id.
+        id: String,
+    },
+    /// The person's normalised answer. Applied only while the question is
+    /// open in the record: the first answer (or cancel) written wins.
+    Answered {
+        /// The question's id.
+        id: String,
+        /// The normalised answer.
+        answer: AnswerBatch,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// The person closed the question; applied only while it is open.
+    Cancelled {
+        /// The question's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// The pending table ended the question another way (aborted, timed out,
+    /// expired, disposed). The table resolves a question once, so this
+    /// overrides an answer written for it a moment before its claim lost.
+    Ended {
+        /// The question's id.
+        id: String,
+        /// How it ended.
+        outcome: Outcome,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// The answer (or cancel) reached the asker: it is no longer held.
+    Delivered {
+        /// The question's id.
+        id: String,
+    },
+    /// A held answer (or cancel) nobody collected within the detach grace.
+    NeverDelivered {
+        /// The question's id.
+        id: String,
+    },
+    /// A transcript message.
+    Message {
+        /// Its session.
+        session: String,
+        /// The message.
+        message: MessageCreated,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// Deletes resolved questions (not held ones) and messages older than
+    /// `before_ms`.
+    Prune {
+        /// Unix ms.
+        before_ms: u64,
+    },
+}
+
+/// The outcome of a submitted [`Write`]: awaited where the write must be kept
+/// before the host says so.
+#[derive(Debug)]
+pub struct Ticket(oneshot::Receiver<Result<bool, StoreError>>);
+
+impl Ticket {
+    /// A ticket already settled with `result`.
+    pub fn settled(result: Result<bool, StoreError>) -> Self {
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(result);
+        Ticket(rx)
+    }
+
+    /// Waits until the write is kept: `Ok(true)` when it changed the record,
+    /// `Ok(false)` when it did not apply (an answer to a question the record
+    /// already has as resolved).
+    pub async fn kept(self) -> Result<bool, StoreError> {
+        self.0
+            .await
+            .unwrap_or_else(|_| Err(StoreError("the store's writer stopped".to_owned())))
+    }
+}
+
+/// What a store still had open at start: the questions that were pending and
+/// the resolutions held for an asker, oldest first.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Restored {
+    /// Pending questions (they come back detached).
+    pub pending: Vec<QuestionRequested>,
+    /// Questions resolved for an asker that has not collected the resolution:
+    /// `Some(answer)` for an answer, `None` for a cancel.
+    pub held: Vec<(QuestionRequested, Option<AnswerBatch>)>,
+}
+
+/// One resolved question as the history shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRecord {
+    /// The question as it was asked (id, session, request, time, asker).
+    pub question: QuestionRequested,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The normalised answer, when `outcome` is `answered`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<AnswerBatch>,
+    /// When it was resolved (Unix ms).
+    pub resolved_at_ms: u64,
+}
+
+/// One transcript message as kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryMessage {
+    /// Its session.
+    pub session: String,
+    /// Host-minted id.
+    pub id: String,
+    /// Who wrote it.
+    pub role: Role,
+    /// The text.
+    pub text: String,
+    /// When (Unix ms).
+    pub at_ms: u64,
+}
+
+/// `GET /api/history`'s query, and `ask-user history`'s.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct HistoryQuery {
+    /// Only this session.
+    pub session: Option<String>,
+    /// Only records resolved before this instant (Unix ms, exclusive): the
+    /// previous page's `next_before`.
+    pub before: Option<u64>,
+    /// Only records resolved at or after this instant (Unix ms).
+    pub since: Option<u64>,
+    /// At most this many records ([`DEFAULT_HISTORY_PAGE`], at most
+    /// [`MAX_HISTORY_PAGE`]).
+    pub limit: Option<usize>,
+}
+
+impl HistoryQuery {
+    /// The page size asked for, clamped to 1..=[`MAX_HISTORY_PAGE`].
+    pub fn page_size(&self) -> usize {
+        self.limit
+            .unwrap_or(DEFAULT_HISTORY_PAGE)
+            .clamp(1, MAX_HISTORY_PAGE)
+    }
+}
+
+/// A page of history, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HistoryPage {
+    /// Resolved questions, newest first.
+    pub records: Vec<HistoryRecord>,
+    /// Pass as `before` for the next (older) page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_before: Option<u64>,
+}
+
+/// The host's durable record.
+pub trait Store: Send + Sync + 'static {
+    /// Queues `write` and returns at once (it never blocks, so it may be called
+    /// under the pending table's lock; writes apply in submission order).
+    fn submit(&self, write: Write) -> Ticket;
+
+    /// What was open when the store was opened (read once, at start).
+    fn restored(&self) -> Restored;
+
+    /// A page of resolved questions. Blocking: call it on a blocking thread.
+    fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, StoreError>;
+
+    /// Why the store cannot keep writes right now, if it cannot.
+    fn trouble(&self) -> Option<String>;
+
+    /// Waits until every write submitted so far is applied (at shutdown).
+    fn flush(&self) -> Ticket;
+
+    /// Whether anything is kept (false for [`EphemeralStore`], whose writes
+    /// callers may skip).
+    fn keeps(&self) -> bool {
+        true
+    }
+}
+
+/// `--ephemeral`: keeps nothing, so every write "applies" at once and the
+/// pending table alone decides (as before there was a store).
+#[derive(Debug, Default)]
+pub struct EphemeralStore;
+
+impl Store for EphemeralStore {
+    fn submit(&self, _write: Write) -> Ticket {
+        Ticket::settled(Ok(true))
+    }
+
+    fn restored(&self) -> Restored {
+        Restored::default()
+    }
+
+    fn history(&self, _query: &HistoryQuery) -> Result<HistoryPage, StoreError> {
+        Ok(HistoryPage::default())
+    }
+
+    fn trouble(&self) -> Option<String> {
+        None
+    }
+
+    fn flush(&self) -> Ticket {
+        Ticket::settled(Ok(true))
+    }
+
+    fn keeps(&self) -> bool {
+        false
+    }
+}
+
+/// The store's health: the current failure, logged at most once per
+/// [`FAILURE_LOG_INTERVAL`].
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    state: Mutex<HealthState>,
+}
+
+#[derive(Debug, Default)]
+struct HealthState {
+    trouble: Option<String>,
+    last_logged: Option<Instant>,
+    suppressed: u64,
+}
+
+impl Health {
+    pub(crate) fn failed(&self, reason: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let due = state
+            .last_logged
+            .is_none_or(|at| at.elapsed() >= FAILURE_LOG_INTERVAL);
+        if due {
+            let suppressed = std::mem::take(&mut state.suppressed);
+            tracing::error!(
+                reason,
+                failures_since_last_report = suppressed,
+                "the store cannot write: asks and answers get 503 STORE_UNAVAILABLE"
+            );
+            state.last_logged = Some(Instant::now());
+        } else {
+            state.suppressed += 1;
+        }
+        state.trouble = Some(reason.to_owned());
+    }
+
+    pub(crate) fn recovered(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.trouble.take().is_some() {
+            tracing::info!("the store writes again");
+            state.last_logged = None;
+            state.suppressed = 0;
+        }
+    }
+
+    pub(crate) fn trouble(&self) -> Option<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .trouble
+            .clone()
+    }
+}
+
+/// The error an ask fails with inside core's seam when its question could
+/// not be written; [`crate::AppState::ask`] turns it into 503
+/// `STORE_UNAVAILABLE` (core has no code for a transport's storage).
+pub(crate) fn unavailable(error: &StoreError) -> UserInteractionError {
+    UserInteractionError::failed(format!("{UNAVAILABLE_PREFIX}{error}"))
+}
+
+pub(crate) const UNAVAILABLE_PREFIX: &str = "the question could not be recorded: ";
+
+/// The store error carried by an error from [`unavailable`].
+pub(crate) fn as_unavailable(error: &UserInteractionError) -> Option<StoreError> {
+    (error.code == ask_user_core::ErrorCode::AskFailed)
+        .then(|| error.message.strip_prefix(UNAVAILABLE_PREFIX))
+        .flatten()
+        .map(|reason| StoreError(reason.to_owned()))
+}
+
+/// How often `--keep-days` prunes (also once at start).
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Prunes `record` of what is older than `keep_days` now and every
+/// [`PRUNE_INTERVAL`] until `shutdown` (nothing with `keep_days` 0).
+pub fn spawn_pruning(
+    record: std::sync::Arc<dyn Store>,
+    keep_days: u32,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if keep_days == 0 {
+        return None;
+    }
+    let keep_ms = u64::from(keep_days) * 24 * 60 * 60 * 1000;
+    Some(tokio::spawn(async move {
+        let mut every = tokio::time::interval(PRUNE_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                () = shutdown.cancelled() => return,
+            }
+            let before_ms = now_ms().saturating_sub(keep_ms);
+            // A failure is the store's trouble, reported by its health.
+            let _ = record.submit(Write::Prune { before_ms }).kept().await;
+        }
+    }))
+}
+
+/// Unix milliseconds now.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,674 @@
+//! [`SqliteStore`]: the record in one SQLite file (WAL), written by one
+//! thread that applies queued writes in batches, one transaction each, with
+//! prepared (cached) statements; history reads use their own connection.
+
+use super::{
+    Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store, StoreError, Ticket, Write,
+};
+use ask_user_core::AnswerBatch;
+use ask_user_core::wire::{Outcome, QuestionRequested};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, mpsc};
+use tokio::sync::oneshot;
+
+/// The database's file name in the data directory.
+pub const DATABASE_FILE: &str = "ask-user.db";
+
+/// `PRAGMA application_id` of an ask-user database ("ASKU"): a SQLite file
+/// without it belongs to another program and is never touched.
+pub const APPLICATION_ID: i64 = 0x4153_4b55;
+
+/// The schema this build writes; a file of a newer one is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The most writes applied in one transaction.
+const MAX_BATCH: usize = 512;
+
+const SCHEMA: &str = "
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+-- One row per question. `outcome` is NULL while it is pending. `delivery`:
+-- 0 while the resolution has not reached the asker (pending, or held),
+-- 1 delivered (or nothing to deliver), 2 held but never collected.
+CREATE TABLE questions (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session TEXT NOT NULL,
+    question TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    outcome TEXT,
+    answer TEXT,
+    resolved_ms INTEGER,
+    delivery INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
+CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
+CREATE INDEX questions_session ON questions (session, resolved_ms);
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    session TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX messages_session ON messages (session, at_ms);
+";
+
+enum Job {
+    Write(Write, oneshot::Sender<Result<bool, StoreError>>),
+    Flush(oneshot::Sender<Result<bool, StoreError>>),
+}
+
+/// The record in one SQLite file.
+pub struct SqliteStore {
+    path: PathBuf,
+    /// `None` only while dropping (so the writer sees the queue close).
+    jobs: Option<mpsc::Sender<Job>>,
+    writer: Option<std::thread::JoinHandle<()>>,
+    /// Dropped to stop the checkpointer.
+    checkpoints: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+    health: Arc<Health>,
+    restored: Restored,
+    reader: Mutex<Connection>,
+}
+
+impl Drop for SqliteStore {
+    /// Applies what is queued and closes the file before returning.
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(writer) = self.writer.take() {
+            let _ = writer.join();
+        }
+        if let Some((stop, checkpointer)) = self.checkpoints.take() {
+            drop(stop);
+            let _ = checkpointer.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+fn refuse(path: &Path, why: impl std::fmt::Display) -> String {
+    format!(
+        "{}: {why}; the host does not overwrite it: move it away or pass another --data-dir (or --ephemeral)",
+        path.display()
+    )
+}
+
+/// Whether the file's owner may write it (its mode). Checked before every
+/// batch: a file made read-only (`chmod a-w`) is respected even by root, and
+/// writes fail loudly instead of being acknowledged.
+#[cfg(unix)]
+fn owner_may_write(path: &Path) -> Result<bool, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let metadata = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(metadata.permissions().mode() & 0o200 != 0)
+}
+
+#[cfg(not(unix))]
+fn owner_may_write(path: &Path) -> Result<bool, String> {
+    let metadata = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(!metadata.permissions().readonly())
+}
+
+impl SqliteStore {
+    /// Opens (or creates, 0600) `dir/ask-user.db` and reads what was open.
+    /// `dir` must exist (see [`crate::data_dir::ensure_private_dir`]).
+    ///
+    /// Refuses, naming the file, one that is not SQLite, a SQLite database of
+    /// another program, a corrupt one, or one of a newer schema; it is never
+    /// written then. A read-only file opens (its history stays readable), but
+    /// the store reports trouble and refuses every write.
+    pub fn open(dir: &Path) -> Result<Self, String> {
+        let path = dir.join(DATABASE_FILE);
+        let fresh = match std::fs::metadata(&path) {
+            Ok(metadata) if metadata.len() == 0 => true,
+            Ok(_) => {
+                check_header(&path)?;
+                false
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                crate::data_dir::create_private_new(&path)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
+                true
+            }
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        tighten_mode(&path);
+        let writable = owner_may_write(&path)?;
+        let flags = if writable {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| refuse(&path, e))?;
+        if fresh {
+            if !writable {
+                return Err(format!("{}: an empty read-only file", path.display()));
+            }
+            create_schema(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
+        } else {
+            check_existing(&conn, &path)?;
+        }
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        if writable {
+            // WAL: readers (history, `ask-user history`) never block the writer.
+            // NORMAL: a commit survives the process being killed; only a power
+            // loss may lose the last commits.
+            // Checkpoints (the only fsyncs) run on their own thread, so the
+            // writer never waits for the disk.
+            conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+                .and_then(|()| {
+                    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0")
+                })
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        let checkpoints = if writable {
+            Some(spawn_checkpointer(&path)?)
+        } else {
+            None
+        };
+        let restored = load(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
+        let reader = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+        let health = Arc::new(Health::default());
+        if !writable {
+            health.failed(&read_only(&path));
+        }
+        let (jobs, queue) = mpsc::channel();
+        let writer = Writer {
+            conn,
+            path: path.clone(),
+            health: health.clone(),
+        };
+        let writer = std::thread::Builder::new()
+            .name("ask-user-store".to_owned())
+            .spawn(move || writer.run(queue))
+            .map_err(|e| format!("cannot start the store's writer: {e}"))?;
+        Ok(Self {
+            path,
+            jobs: Some(jobs),
+            writer: Some(writer),
+            checkpoints,
+            health,
+            restored,
+            reader: Mutex::new(reader),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// How often the WAL is copied back into the database file.
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A thread that checkpoints the WAL every [`CHECKPOINT_INTERVAL`] on its own
+/// connection (`PASSIVE`: it never blocks the writer), until the returned
+/// sender is dropped.
+fn spawn_checkpointer(
+    path: &Path,
+) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), String> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| format!("{}: {e}", path.display()))?;
+    let (stop, stopped) = mpsc::channel::<()>();
+    let path = path.to_owned();
+    let thread = std::thread::Builder::new()
+        .name("ask-user-checkpoint".to_owned())
+        .spawn(move || {
+            while let Err(mpsc::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(CHECKPOINT_INTERVAL)
+            {
+                // A file made read-only is not written, not even here; a
+                // failure only lets the WAL grow until the next try.
+                if owner_may_write(&path).unwrap_or(false) {
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the store's checkpointer: {e}"))?;
+    Ok((stop, thread))
+}
+
+fn read_only(path: &Path) -> String {
+    format!(
+        "{} is read-only: nothing can be recorded (make it writable: chmod u+w)",
+        path.display()
+    )
+}
+
+fn check_header(path: &Path) -> Result<(), String> {
+    let mut header = [0u8; 16];
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let read = file.read(&mut header).unwrap_or(0);
+    if read < header.len() || &header != b"SQLite format 3\0" {
+        return Err(refuse(path, "not an ask-user database (not SQLite)"));
+    }
+    Ok(())
+}
+
+/// An existing file loosened by hand is made private again (0600, or 0400
+/// when it was made read-only).
+#[cfg(unix)]
+fn tighten_mode(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return;
+    };
+    let mode = metadata.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        let private = mode & 0o600;
+        tracing::warn!(
+            "{}: other users could read it (mode {mode:o}); made it private ({private:o})",
+            path.display()
+        );
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(private));
+    }
+}
+
+#[cfg(not(unix))]
+fn tighten_mode(_path: &Path) {}
+
+fn create_schema(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute(
+        "INSERT INTO schema_version (version) VALUES (?1)",
+        [SCHEMA_VERSION],
+    )?;
+    tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))?;
+    tx.commit()
+}
+
+fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
+    let id: i64 = conn
+        .query_row("PRAGMA application_id", [], |row| row.get(0))
+        .map_err(|e| refuse(path, format!("unreadable ({e})")))?;
+    if id != APPLICATION_ID {
+        return Err(refuse(
+            path,
+            format!("a SQLite database of another program (application_id {id:#x})"),
+        ));
+    }
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |row| row.get(0))
+        .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
+    if check != "ok" {
+        return Err(refuse(path, format!("corrupt ({check})")));
+    }
+    let version: Option<i64> = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
+        .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
+    match version {
+        Some(SCHEMA_VERSION) => Ok(()),
+        Some(v) if v > SCHEMA_VERSION => Err(refuse(
+            path,
+            format!("written by a newer ask-user (schema {v}, this one knows {SCHEMA_VERSION})"),
+        )),
+        other => Err(refuse(path, format!("unknown schema version {other:?}"))),
+    }
+}
+
+fn outcome_name(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Answered => "answered",
+        Outcome::Cancelled => "cancelled",
+        Outcome::Aborted => "aborted",
+        Outcome::Timeout => "timeout",
+        Outcome::Disposed => "disposed",
+    }
+}
+
+fn parse_outcome(name: &str) -> Option<Outcome> {
+    Some(match name {
+        "answered" => Outcome::Answered,
+        "cancelled" => Outcome::Cancelled,
+        "aborted" => Outcome::Aborted,
+        "timeout" => Outcome::Timeout,
+        "disposed" => Outcome::Disposed,
+        _ => return None,
+    })
+}
+
+fn load(conn: &Connection) -> rusqlite::Result<Restored> {
+    let mut restored = Restored::default();
+    let mut statement = conn.prepare(
+        "SELECT id, question, outcome, answer FROM questions WHERE delivery = 0 ORDER BY seq",
+    )?;
+    let mut rows = statement.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let question: String = row.get(1)?;
+        let outcome: Option<String> = row.get(2)?;
+        let answer: Option<String> = row.get(3)?;
+        let Ok(question) = serde_json::from_str::<QuestionRequested>(&question) else {
+            tracing::warn!(id, "a kept question no longer reads; left out");
+            continue;
+        };
+        match outcome.as_deref() {
+            None => restored.pending.push(question),
+            Some("answered") => {
+                match answer.and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok()) {
+                    Some(answer) => restored.held.push((question, Some(answer))),
+                    None => tracing::warn!(id, "a kept answer no longer reads; left out"),
+                }
+            }
+            Some("cancelled") => restored.held.push((question, None)),
+            Some(_) => {}
+        }
+    }
+    Ok(restored)
+}
+
+struct Writer {
+    conn: Connection,
+    path: PathBuf,
+    health: Arc<Health>,
+}
+
+impl Writer {
+    fn run(mut self, queue: mpsc::Receiver<Job>) {
+        let mut batch = Vec::new();
+        while let Ok(job) = queue.recv() {
+            batch.push(job);
+            while batch.len() < MAX_BATCH {
+                match queue.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
+            }
+            self.apply_batch(std::mem::take(&mut batch));
+        }
+    }
+
+    fn apply_batch(&mut self, batch: Vec<Job>) {
+        let writable = match owner_may_write(&self.path) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(StoreError(read_only(&self.path))),
+            Err(e) => Err(StoreError(e)),
+        };
+        let results = match writable {
+            Ok(()) => match self.apply_all(&batch) {
+                Ok(results) => results.into_iter().map(Ok).collect(),
+                // One write failed the batch: apply each alone, so only the
+                // failing ones fail.
+                Err(_) => batch
+                    .iter()
+                    .map(|job| {
+                        self.apply_all(std::slice::from_ref(job))
+                            .map(|r| r[0])
+                            .map_err(|e| StoreError(format!("{}: {e}", self.path.display())))
+                    })
+                    .collect(),
+            },
+            Err(e) => vec![Err(e); batch.len()],
+        };
+        match results.iter().find_map(|r| r.as_ref().err()) {
+            Some(e) => self.health.failed(&e.0),
+            None => self.health.recovered(),
+        }
+        for (job, result) in batch.into_iter().zip(results) {
+            let reply = match job {
+                Job::Write(_, reply) | Job::Flush(reply) => reply,
+            };
+            let _ = reply.send(result);
+        }
+    }
+
+    fn apply_all(&mut self, batch: &[Job]) -> rusqlite::Result<Vec<bool>> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut results = Vec::with_capacity(batch.len());
+        for job in batch {
+            results.push(match job {
+                Job::Write(write, _) => apply(&tx, write)?,
+                Job::Flush(_) => true,
+            });
+        }
+        tx.commit()?;
+        Ok(results)
+    }
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("wire types always serialise")
+}
+
+/// Applies one write; whether it changed the record.
+fn apply(conn: &Connection, write: &Write) -> rusqlite::Result<bool> {
+    let changed = match write {
+        Write::Asked(question) => conn
+            .prepare_cached(
+                "INSERT INTO questions (id, session, question, created_ms) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                question.id,
+                question.session,
+                to_json(question),
+                question.created_at_ms as i64
+            ])?,
+        Write::Discard { id } => conn
+            .prepare_cached("DELETE FROM questions WHERE id = ?1 AND outcome IS NULL")?
+            .execute([id])?,
+        Write::Answered { id, answer, at_ms } => conn
+            .prepare_cached(
+                "UPDATE questions SET outcome = 'answered', answer = ?2, resolved_ms = ?3 \
+                 WHERE id = ?1 AND outcome IS NULL",
+            )?
+            .execute(params![id, to_json(answer), *at_ms as i64])?,
+        Write::Cancelled { id, at_ms } => conn
+            .prepare_cached(
+                "UPDATE questions SET outcome = 'cancelled', resolved_ms = ?2 \
+                 WHERE id = ?1 AND outcome IS NULL",
+            )?
+            .execute(params![id, *at_ms as i64])?,
+        Write::Ended { id, outcome, at_ms } => conn
+            .prepare_cached(
+                "UPDATE questions SET outcome = ?2, answer = NULL, resolved_ms = ?3, delivery = 1 \
+                 WHERE id = ?1 AND delivery = 0",
+            )?
+            .execute(params![id, outcome_name(*outcome), *at_ms as i64])?,
+        Write::Delivered { id } => conn
+            .prepare_cached(
+                "UPDATE questions SET delivery = 1 WHERE id = ?1 AND outcome IS NOT NULL AND delivery = 0",
+            )?
+            .execute([id])?,
+        Write::NeverDelivered { id } => conn
+            .prepare_cached(
+                "UPDATE questions SET delivery = 2 WHERE id = ?1 AND outcome IS NOT NULL AND delivery = 0",
+            )?
+            .execute([id])?,
+        Write::Message {
+            session,
+            message,
+            at_ms,
+        } => conn
+            .prepare_cached(
+                "INSERT INTO messages (id, session, role, text, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                message.id,
+                session,
+                to_json(&message.role).trim_matches('"'),
+                message.text,
+                *at_ms as i64
+            ])?,
+        Write::Prune { before_ms } => {
+            let before = *before_ms as i64;
+            conn.prepare_cached(
+                "DELETE FROM questions WHERE outcome IS NOT NULL AND delivery != 0 AND resolved_ms < ?1",
+            )?
+            .execute([before])?
+                + conn
+                    .prepare_cached("DELETE FROM messages WHERE at_ms < ?1")?
+                    .execute([before])?
+        }
+    };
+    Ok(changed > 0)
+}
+
+impl Store for SqliteStore {
+    fn submit(&self, write: Write) -> Ticket {
+        let (reply, ticket) = oneshot::channel();
+        // A send fails only once the writer is gone; the ticket then says so.
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(Job::Write(write, reply));
+        }
+        Ticket(ticket)
+    }
+
+    fn restored(&self) -> Restored {
+        self.restored.clone()
+    }
+
+    fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, StoreError> {
+        let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
+        history(&conn, query).map_err(|e| StoreError(format!("{}: {e}", self.path.display())))
+    }
+
+    fn trouble(&self) -> Option<String> {
+        self.health.trouble()
+    }
+
+    fn flush(&self) -> Ticket {
+        let (reply, ticket) = oneshot::channel();
+        if let Some(jobs) = &self.jobs {
+            let _ = jobs.send(Job::Flush(reply));
+        }
+        Ticket(ticket)
+    }
+}
+
+/// A page of resolved questions from `conn`, newest first. A page never ends
+/// between two records resolved in the same millisecond, so `next_before`
+/// (exclusive) loses none of them.
+pub fn history(conn: &Connection, query: &HistoryQuery) -> rusqlite::Result<HistoryPage> {
+    let limit = query.page_size();
+    let select = "SELECT question, outcome, answer, resolved_ms FROM questions \
+         WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
+         AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
+         ORDER BY resolved_ms DESC, seq DESC LIMIT ?4";
+    let before = query.before.map(|ms| ms as i64);
+    let since = query.since.map(|ms| ms as i64);
+    let mut statement = conn.prepare_cached(select)?;
+    let mut records = read_records(
+        &mut statement,
+        params![query.session, before, since, (limit + 1) as i64],
+    )?;
+    if records.len() <= limit {
+        return Ok(HistoryPage {
+            records,
+            next_before: None,
+        });
+    }
+    let boundary = records[limit].resolved_at_ms;
+    records.truncate(limit);
+    while records.last().is_some_and(|r| r.resolved_at_ms == boundary) {
+        records.pop();
+    }
+    if records.is_empty() {
+        // More than a page resolved in one millisecond: that millisecond whole.
+        let at = (boundary + 1) as i64;
+        records = read_records(
+            &mut statement,
+            params![query.session, at, boundary as i64, i64::MAX],
+        )?;
+    }
+    let next_before = records.last().map(|r| r.resolved_at_ms);
+    Ok(HistoryPage {
+        records,
+        next_before,
+    })
+}
+
+fn read_records(
+    statement: &mut rusqlite::CachedStatement<'_>,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<HistoryRecord>> {
+    let mut records = Vec::new();
+    let mut rows = statement.query(params)?;
+    while let Some(row) = rows.next()? {
+        let question: String = row.get(0)?;
+        let outcome: String = row.get(1)?;
+        let answer: Option<String> = row.get(2)?;
+        let resolved: i64 = row.get(3)?;
+        let (Ok(question), Some(outcome)) = (
+            serde_json::from_str::<QuestionRequested>(&question),
+            parse_outcome(&outcome),
+        ) else {
+            continue;
+        };
+        records.push(HistoryRecord {
+            question,
+            outcome,
+            answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
+            resolved_at_ms: resolved.max(0) as u64,
+        });
+    }
+    Ok(records)
+}
+
+/// Opens an existing database read-only (for `ask-user history`), refusing a
+/// file that is not one.
+pub fn open_read_only(path: &Path) -> Result<Connection, String> {
+    check_header(path)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| refuse(path, e))?;
+    check_existing(&conn, path)?;
+    Ok(conn)
+}
+
+/// Opens an existing database to delete history from (`ask-user history --clear`).
+pub fn open_for_clearing(path: &Path) -> Result<Connection, String> {
+    check_header(path)?;
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| refuse(path, e))?;
+    check_existing(&conn, path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(conn)
+}
+
+/// Deletes the resolved questions and the messages of `session`, or of every
+/// session; returns how many questions went. Pending questions stay; an answer
+/// still held for its agent goes too (the person asked for it to be forgotten).
+pub fn clear(conn: &Connection, session: Option<&str>) -> rusqlite::Result<usize> {
+    let questions = conn.execute(
+        "DELETE FROM questions WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1)",
+        [session],
+    )?;
+    conn.execute(
+        "DELETE FROM messages WHERE (?1 IS NULL OR session = ?1)",
+        [session],
+    )?;
+    Ok(questions)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,349 @@
+use super::*;
+use crate::store::{HistoryQuery, Store, Write};
+use ask_user_core::AskRequest;
+use ask_user_core::wire::{MessageCreated, Role};
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("auq-store-{:016x}", rand::random::<u64>()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn question(id: &str, session: &str, created_at_ms: u64) -> QuestionRequested {
+    QuestionRequested {
+        id: id.to_owned(),
+        session: session.to_owned(),
+        request: AskRequest::from_json(
+            r#"{"questions": [{"id": "db", "question": "Which?", "options": [{"label": "A"}, {"label": "B"}]}]}"#,
+        )
+        .unwrap(),
+        created_at_ms,
+        // Kept with the question, so it comes back after a restart.
+        asked_by: Some(ask_user_core::wire::AskedBy {
+            kind: ask_user_core::wire::AskerKind::Mcp,
+            name: "claude-code".to_owned(),
+            version: Some("2.1.0".to_owned()),
+        }),
+    }
+}
+
+fn answer() -> AnswerBatch {
+    AnswerBatch::from_json(r#"{"answers": [{"id": "db", "selected": ["B"]}]}"#).unwrap()
+}
+
+async fn kept(store: &SqliteStore, write: Write) -> bool {
+    store.submit(write).kept().await.expect("the write is kept")
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[tokio::test]
+async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opened_again() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    for id in [
+        "q_pending",
+        "q_held",
+        "q_cancelled",
+        "q_delivered",
+        "q_aborted",
+    ] {
+        assert!(kept(&store, Write::Asked(question(id, "s", 1))).await);
+    }
+    let answered = |id: &str| Write::Answered {
+        id: id.to_owned(),
+        answer: answer(),
+        at_ms: 2,
+    };
+    assert!(kept(&store, answered("q_held")).await);
+    assert!(kept(&store, answered("q_delivered")).await);
+    assert!(
+        kept(
+            &store,
+            Write::Delivered {
+                id: "q_delivered".into()
+            }
+        )
+        .await
+    );
+    let cancelled = Write::Cancelled {
+        id: "q_cancelled".into(),
+        at_ms: 2,
+    };
+    assert!(kept(&store, cancelled).await);
+    let aborted = Write::Ended {
+        id: "q_aborted".into(),
+        outcome: Outcome::Aborted,
+        at_ms: 2,
+    };
+    assert!(kept(&store, aborted).await);
+    drop(store);
+
+    let again = SqliteStore::open(&dir.0).unwrap();
+    let restored = again.restored();
+    assert_eq!(restored.pending, vec![question("q_pending", "s", 1)]);
+    assert_eq!(
+        restored.held,
+        vec![
+            (question("q_held", "s", 1), Some(answer())),
+            (question("q_cancelled", "s", 1), None),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_first_answer_written_wins_and_an_ending_of_the_table_overrides_an_undelivered_one() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    assert!(kept(&store, Write::Asked(question("q_1", "s", 1))).await);
+    let answered = Write::Answered {
+        id: "q_1".into(),
+        answer: answer(),
+        at_ms: 2,
+    };
+    assert!(kept(&store, answered.clone()).await);
+    assert!(
+        !kept(&store, answered).await,
+        "a second answer does not apply"
+    );
+    let cancelled = Write::Cancelled {
+        id: "q_1".into(),
+        at_ms: 3,
+    };
+    assert!(!kept(&store, cancelled).await);
+    // The table aborted it before the answer's claim: the record follows the table.
+    let ended = Write::Ended {
+        id: "q_1".into(),
+        outcome: Outcome::Aborted,
+        at_ms: 4,
+    };
+    assert!(kept(&store, ended).await);
+    let page = store.history(&HistoryQuery::default()).unwrap();
+    assert_eq!(page.records.len(), 1);
+    assert_eq!(page.records[0].outcome, Outcome::Aborted);
+    assert_eq!(page.records[0].answer, None);
+    assert_eq!(page.records[0].resolved_at_ms, 4);
+}
+
+#[tokio::test]
+async fn history_pages_go_newest_first_and_lose_no_record_resolved_in_the_same_millisecond() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    // 11 records; resolved at 10, 20, 20, 20, 30, … (three share 20 ms).
+    let times = [10, 20, 20, 20, 30, 40, 50, 50, 60, 70, 80];
+    for (n, at) in times.iter().enumerate() {
+        let id = format!("q_{n:02}");
+        let session = if n % 2 == 0 { "even" } else { "odd" };
+        assert!(kept(&store, Write::Asked(question(&id, session, 1))).await);
+        let answered = Write::Answered {
+            id,
+            answer: answer(),
+            at_ms: *at,
+        };
+        assert!(kept(&store, answered).await);
+    }
+    let mut seen = Vec::new();
+    let mut before = None;
+    loop {
+        let query = HistoryQuery {
+            before,
+            limit: Some(3),
+            ..HistoryQuery::default()
+        };
+        let page = store.history(&query).unwrap();
+        assert!(!page.records.is_empty());
+        seen.extend(page.records.iter().map(|r| r.resolved_at_ms));
+        match page.next_before {
+            Some(next) => before = Some(next),
+            None => break,
+        }
+    }
+    let mut newest_first = times.to_vec();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first, "every record once, newest first");
+
+    let odd = HistoryQuery {
+        session: Some("odd".into()),
+        ..HistoryQuery::default()
+    };
+    let page = store.history(&odd).unwrap();
+    assert_eq!(page.records.len(), 5);
+    assert!(page.records.iter().all(|r| r.question.session == "odd"));
+    let since = HistoryQuery {
+        since: Some(60),
+        ..HistoryQuery::default()
+    };
+    assert_eq!(store.history(&since).unwrap().records.len(), 3);
+}
+
+#[tokio::test]
+async fn pruning_deletes_old_resolved_questions_and_messages_but_never_held_or_pending_ones() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    for id in ["q_old", "q_new", "q_held", "q_pending"] {
+        assert!(kept(&store, Write::Asked(question(id, "s", 1))).await);
+    }
+    for (id, at_ms) in [("q_old", 100), ("q_new", 1_000), ("q_held", 100)] {
+        let answered = Write::Answered {
+            id: id.into(),
+            answer: answer(),
+            at_ms,
+        };
+        assert!(kept(&store, answered).await);
+    }
+    for id in ["q_old", "q_new"] {
+        assert!(kept(&store, Write::Delivered { id: id.into() }).await);
+    }
+    let message = |id: &str, at_ms| Write::Message {
+        session: "s".into(),
+        message: MessageCreated {
+            id: id.into(),
+            role: Role::User,
+            text: "hi".into(),
+            at_ms,
+        },
+        at_ms,
+    };
+    assert!(kept(&store, message("m_old", 100)).await);
+    assert!(kept(&store, message("m_new", 1_000)).await);
+    assert!(kept(&store, Write::Prune { before_ms: 500 }).await);
+    let ids: Vec<String> = store
+        .history(&HistoryQuery::default())
+        .unwrap()
+        .records
+        .into_iter()
+        .map(|r| r.question.id)
+        .collect();
+    assert_eq!(ids, ["q_new", "q_held"]);
+    let conn = Connection::open(dir.0.join(DATABASE_FILE)).unwrap();
+    let messages: Vec<String> = conn
+        .prepare("SELECT id FROM messages")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(messages, ["m_new"]);
+    drop(store);
+    let again = SqliteStore::open(&dir.0).unwrap().restored();
+    assert_eq!(again.pending.len(), 1);
+    assert_eq!(again.held.len(), 1);
+}
+
+#[tokio::test]
+async fn clearing_deletes_a_sessions_resolved_questions_only() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    for (id, session) in [("q_a", "a"), ("q_b", "b"), ("q_open", "a")] {
+        assert!(kept(&store, Write::Asked(question(id, session, 1))).await);
+    }
+    for id in ["q_a", "q_b"] {
+        let ended = Write::Ended {
+            id: id.into(),
+            outcome: Outcome::Timeout,
+            at_ms: 5,
+        };
+        assert!(kept(&store, ended).await);
+    }
+    let conn = open_for_clearing(store.path()).unwrap();
+    assert_eq!(clear(&conn, Some("a")).unwrap(), 1);
+    let left = store.history(&HistoryQuery::default()).unwrap().records;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].question.id, "q_b");
+    drop(store);
+    assert_eq!(
+        SqliteStore::open(&dir.0).unwrap().restored().pending.len(),
+        1
+    );
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_naming_it_and_left_untouched() {
+    let dir = TempDir::new();
+    let path = dir.0.join(DATABASE_FILE);
+    let garbage = b"these are someone's notes, not a database\n".repeat(20);
+    std::fs::write(&path, &garbage).unwrap();
+    let refused = SqliteStore::open(&dir.0).unwrap_err();
+    assert!(refused.contains(&path.display().to_string()), "{refused}");
+    assert!(refused.contains("not an ask-user database"), "{refused}");
+    assert_eq!(std::fs::read(&path).unwrap(), garbage, "never overwritten");
+}
+
+#[test]
+fn a_sqlite_database_of_another_program_or_a_corrupt_one_is_refused_and_left_untouched() {
+    let dir = TempDir::new();
+    let path = dir.0.join(DATABASE_FILE);
+    let other = Connection::open(&path).unwrap();
+    other
+        .execute_batch("CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine');")
+        .unwrap();
+    drop(other);
+    let before = std::fs::read(&path).unwrap();
+    let refused = SqliteStore::open(&dir.0).unwrap_err();
+    assert!(refused.contains(&path.display().to_string()), "{refused}");
+    assert!(refused.contains("another program"), "{refused}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+
+    // Ours, then its pages scribbled over past the header.
+    std::fs::remove_file(&path).unwrap();
+    drop(SqliteStore::open(&dir.0).unwrap());
+    let mut bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.len() > 4096);
+    for byte in &mut bytes[100..] {
+        *byte = 0xA5;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let refused = SqliteStore::open(&dir.0).unwrap_err();
+    assert!(refused.contains(&path.display().to_string()), "{refused}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "never overwritten");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_file_is_private_and_a_read_only_file_fails_every_write_loudly() {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let path = store.path().to_owned();
+    assert_eq!(mode(&path), 0o600);
+    assert!(kept(&store, Write::Asked(question("q_1", "s", 1))).await);
+    assert_eq!(mode(&dir.0.join("ask-user.db-wal")), 0o600);
+    assert_eq!(store.trouble(), None);
+
+    set_mode(&path, 0o400);
+    let refused = store
+        .submit(Write::Asked(question("q_2", "s", 1)))
+        .kept()
+        .await
+        .unwrap_err();
+    assert!(refused.0.contains("read-only"), "{refused}");
+    assert!(refused.0.contains(&path.display().to_string()), "{refused}");
+    assert_eq!(store.trouble(), Some(refused.0.clone()));
+
+    set_mode(&path, 0o600);
+    assert!(kept(&store, Write::Asked(question("q_3", "s", 1))).await);
+    assert_eq!(store.trouble(), None, "recovered");
+    drop(store);
+    let restored = SqliteStore::open(&dir.0).unwrap().restored();
+    let ids: Vec<&str> = restored.pending.iter().map(|q| q.id.as_str()).collect();
+    assert_eq!(ids, ["q_1", "q_3"], "the refused write was not kept");
+}
