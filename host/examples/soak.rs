@@ -11,8 +11,9 @@
 //!   ever received it (must be 0);
 //! - **duplicates**: an agent received an answer twice or someone else's (must
 //!   be 0);
-//! - **questions dropped**: a question stopped waiting because the proxy cut
-//!   its agent's connection, so the person could not answer it;
+//! - **asks retried after a cut**: the proxy cut an agent's connection while
+//!   its question waited; the agent asked the same request again, which
+//!   reattaches to its question or collects the answer given meanwhile;
 //! - the host's resident set (`VmRSS`) over time.
 
 use futures_util::StreamExt;
@@ -81,8 +82,8 @@ struct Ledger {
     accepted: HashSet<String>,
     /// Nonces an agent received, and how often.
     delivered: HashMap<String, u32>,
-    /// Nonces whose question stopped waiting because its agent was cut off.
-    dropped: HashSet<String>,
+    /// Nonces whose agent was cut off at least once (and asked again).
+    retried: HashSet<String>,
 }
 
 struct Soak {
@@ -119,8 +120,9 @@ fn client() -> reqwest::Client {
 }
 
 /// One agent: asks in a random live session, checks that the answer carries
-/// its nonce; when the proxy cuts it off, the question is recorded as dropped
-/// and it asks again.
+/// its nonce; when the proxy cuts it off, it asks the same request again in
+/// the same session (the host's contract: that reattaches to the detached
+/// question, or collects the answer given while it was away).
 async fn agent(soak: Arc<Soak>) {
     let client = client();
     while !soak.stop_asking.load(Ordering::Relaxed) {
@@ -128,24 +130,21 @@ async fn agent(soak: Arc<Soak>) {
         let nonce = nonce();
         soak.counters.asks.fetch_add(1, Ordering::Relaxed);
         let request = json!({"questions": [{"id": "q", "question": format!("soak {nonce}?")}]});
-        let sent = client
-            .post(format!("{}/api/sessions/{session}/ask", soak.host))
-            .bearer_auth(&soak.token)
-            .body(request.to_string())
-            .send()
-            .await;
-        let body = match sent {
-            Ok(response) => match response.json::<Value>().await {
-                Ok(body) => body,
-                Err(_) => {
-                    cut_off(&soak, &nonce);
-                    continue;
-                }
-            },
-            Err(_) => {
-                cut_off(&soak, &nonce);
-                continue;
+        let body = loop {
+            let sent = client
+                .post(format!("{}/api/sessions/{session}/ask", soak.host))
+                .bearer_auth(&soak.token)
+                .body(request.to_string())
+                .send()
+                .await;
+            match sent {
+                Ok(response) => match response.json::<Value>().await {
+                    Ok(body) => break body,
+                    Err(_) => cut_off(&soak, &nonce),
+                },
+                Err(_) => cut_off(&soak, &nonce),
             }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         };
         match body["answers"][0]["custom"].as_str() {
             Some(answer) => {
@@ -167,7 +166,7 @@ async fn agent(soak: Arc<Soak>) {
 
 fn cut_off(soak: &Soak, nonce: &str) {
     soak.counters.agent_cuts.fetch_add(1, Ordering::Relaxed);
-    soak.ledger().dropped.insert(nonce.to_owned());
+    soak.ledger().retried.insert(nonce.to_owned());
 }
 
 /// The person in one session: follows the event stream (reopening it when the
@@ -551,8 +550,9 @@ async fn main() -> std::process::ExitCode {
         n(&c.duplicates)
     );
     println!(
-        "  questions dropped    {}   (the agent's connection was cut while its question waited)",
-        ledger.dropped.len()
+        "  asks retried         {} asks, {} retries   (the agent's connection was cut while its question waited; it asked the same request again)",
+        ledger.retried.len(),
+        n(&c.agent_cuts)
     );
     println!(
         "  answers refused      {}   (NOT_PENDING: the question had stopped waiting)",
