@@ -54,7 +54,9 @@ const THINK: Duration = Duration::from_millis(1500);
 /// How often the host's resident set is sampled.
 const RSS_EVERY: Duration = Duration::from_secs(15);
 /// How long the end waits for the asks still in flight.
-const DRAIN: Duration = Duration::from_secs(30);
+/// Longer than a stall (an answer may sit in a stalled reply for
+/// [`STALL_FOR`]) plus a retry or two.
+const DRAIN: Duration = Duration::from_secs(90);
 
 #[derive(Default)]
 struct Counters {
@@ -94,6 +96,9 @@ struct Soak {
     /// The live sessions (agents pick one per ask).
     sessions: Mutex<Vec<String>>,
     stop_asking: AtomicBool,
+    /// Set once the agents' last asks are drained: a retired session's person
+    /// answers until then (an agent cut off may ask again in it at the end).
+    drained: AtomicBool,
 }
 
 impl Soak {
@@ -176,7 +181,7 @@ async fn person(soak: Arc<Soak>, session: String, retired: Arc<AtomicBool>) {
     let client = client();
     let answering: Arc<Mutex<HashSet<String>>> = Arc::default();
     loop {
-        if retired.load(Ordering::Relaxed) && soak.stop_asking.load(Ordering::Relaxed) {
+        if retired.load(Ordering::Relaxed) && soak.drained.load(Ordering::Relaxed) {
             return;
         }
         soak.counters.stream_opens.fetch_add(1, Ordering::Relaxed);
@@ -227,7 +232,7 @@ async fn person(soak: Arc<Soak>, session: String, retired: Arc<AtomicBool>) {
                     tokio::spawn(answer(soak.clone(), session.clone(), id, nonce));
                 }
             }
-            if retired.load(Ordering::Relaxed) && soak.stop_asking.load(Ordering::Relaxed) {
+            if retired.load(Ordering::Relaxed) && soak.drained.load(Ordering::Relaxed) {
                 break 'stream;
             }
         }
@@ -448,6 +453,7 @@ async fn main() -> std::process::ExitCode {
         ledger: Mutex::default(),
         sessions: Mutex::new(Vec::new()),
         stop_asking: AtomicBool::new(false),
+        drained: AtomicBool::new(false),
     });
     tokio::spawn(proxy(listener, upstream, soak.clone()));
 
@@ -521,6 +527,7 @@ async fn main() -> std::process::ExitCode {
     let drained = tokio::time::timeout(DRAIN, futures_util::future::join_all(agents))
         .await
         .is_ok();
+    soak.drained.store(true, Ordering::Relaxed);
     tokio::time::sleep(THINK).await;
     rss.push((started.elapsed(), vm_rss_kib(pid).unwrap_or(0)));
     let _ = host.start_kill();
