@@ -11,8 +11,9 @@
 //!   ever received it (must be 0);
 //! - **duplicates**: an agent received an answer twice or someone else's (must
 //!   be 0);
-//! - **questions dropped**: a question stopped waiting because the proxy cut
-//!   its agent's connection, so the person could not answer it;
+//! - **asks retried after a cut**: the proxy cut an agent's connection while
+//!   its question waited; the agent asked the same request again, which
+//!   reattaches to its question or collects the answer given meanwhile;
 //! - the host's resident set (`VmRSS`) over time.
 
 use futures_util::StreamExt;
@@ -53,7 +54,9 @@ const THINK: Duration = Duration::from_millis(1500);
 /// How often the host's resident set is sampled.
 const RSS_EVERY: Duration = Duration::from_secs(15);
 /// How long the end waits for the asks still in flight.
-const DRAIN: Duration = Duration::from_secs(30);
+/// Longer than a stall (an answer may sit in a stalled reply for
+/// [`STALL_FOR`]) plus a retry or two.
+const DRAIN: Duration = Duration::from_secs(90);
 
 #[derive(Default)]
 struct Counters {
@@ -81,8 +84,8 @@ struct Ledger {
     accepted: HashSet<String>,
     /// Nonces an agent received, and how often.
     delivered: HashMap<String, u32>,
-    /// Nonces whose question stopped waiting because its agent was cut off.
-    dropped: HashSet<String>,
+    /// Nonces whose agent was cut off at least once (and asked again).
+    retried: HashSet<String>,
 }
 
 struct Soak {
@@ -93,6 +96,9 @@ struct Soak {
     /// The live sessions (agents pick one per ask).
     sessions: Mutex<Vec<String>>,
     stop_asking: AtomicBool,
+    /// Set once the agents' last asks are drained: a retired session's person
+    /// answers until then (an agent cut off may ask again in it at the end).
+    drained: AtomicBool,
 }
 
 impl Soak {
@@ -119,8 +125,9 @@ fn client() -> reqwest::Client {
 }
 
 /// One agent: asks in a random live session, checks that the answer carries
-/// its nonce; when the proxy cuts it off, the question is recorded as dropped
-/// and it asks again.
+/// its nonce; when the proxy cuts it off, it asks the same request again in
+/// the same session (the host's contract: that reattaches to the detached
+/// question, or collects the answer given while it was away).
 async fn agent(soak: Arc<Soak>) {
     let client = client();
     while !soak.stop_asking.load(Ordering::Relaxed) {
@@ -128,24 +135,21 @@ async fn agent(soak: Arc<Soak>) {
         let nonce = nonce();
         soak.counters.asks.fetch_add(1, Ordering::Relaxed);
         let request = json!({"questions": [{"id": "q", "question": format!("soak {nonce}?")}]});
-        let sent = client
-            .post(format!("{}/api/sessions/{session}/ask", soak.host))
-            .bearer_auth(&soak.token)
-            .body(request.to_string())
-            .send()
-            .await;
-        let body = match sent {
-            Ok(response) => match response.json::<Value>().await {
-                Ok(body) => body,
-                Err(_) => {
-                    cut_off(&soak, &nonce);
-                    continue;
-                }
-            },
-            Err(_) => {
-                cut_off(&soak, &nonce);
-                continue;
+        let body = loop {
+            let sent = client
+                .post(format!("{}/api/sessions/{session}/ask", soak.host))
+                .bearer_auth(&soak.token)
+                .body(request.to_string())
+                .send()
+                .await;
+            match sent {
+                Ok(response) => match response.json::<Value>().await {
+                    Ok(body) => break body,
+                    Err(_) => cut_off(&soak, &nonce),
+                },
+                Err(_) => cut_off(&soak, &nonce),
             }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         };
         match body["answers"][0]["custom"].as_str() {
             Some(answer) => {
@@ -167,7 +171,7 @@ async fn agent(soak: Arc<Soak>) {
 
 fn cut_off(soak: &Soak, nonce: &str) {
     soak.counters.agent_cuts.fetch_add(1, Ordering::Relaxed);
-    soak.ledger().dropped.insert(nonce.to_owned());
+    soak.ledger().retried.insert(nonce.to_owned());
 }
 
 /// The person in one session: follows the event stream (reopening it when the
@@ -177,7 +181,7 @@ async fn person(soak: Arc<Soak>, session: String, retired: Arc<AtomicBool>) {
     let client = client();
     let answering: Arc<Mutex<HashSet<String>>> = Arc::default();
     loop {
-        if retired.load(Ordering::Relaxed) && soak.stop_asking.load(Ordering::Relaxed) {
+        if retired.load(Ordering::Relaxed) && soak.drained.load(Ordering::Relaxed) {
             return;
         }
         soak.counters.stream_opens.fetch_add(1, Ordering::Relaxed);
@@ -228,7 +232,7 @@ async fn person(soak: Arc<Soak>, session: String, retired: Arc<AtomicBool>) {
                     tokio::spawn(answer(soak.clone(), session.clone(), id, nonce));
                 }
             }
-            if retired.load(Ordering::Relaxed) && soak.stop_asking.load(Ordering::Relaxed) {
+            if retired.load(Ordering::Relaxed) && soak.drained.load(Ordering::Relaxed) {
                 break 'stream;
             }
         }
@@ -455,6 +459,7 @@ async fn main() -> std::process::ExitCode {
         ledger: Mutex::default(),
         sessions: Mutex::new(Vec::new()),
         stop_asking: AtomicBool::new(false),
+        drained: AtomicBool::new(false),
     });
     tokio::spawn(proxy(listener, upstream, soak.clone()));
 
@@ -528,6 +533,7 @@ async fn main() -> std::process::ExitCode {
     let drained = tokio::time::timeout(DRAIN, futures_util::future::join_all(agents))
         .await
         .is_ok();
+    soak.drained.store(true, Ordering::Relaxed);
     tokio::time::sleep(THINK).await;
     rss.push((started.elapsed(), vm_rss_kib(pid).unwrap_or(0)));
     let _ = host.start_kill();
@@ -557,8 +563,9 @@ async fn main() -> std::process::ExitCode {
         n(&c.duplicates)
     );
     println!(
-        "  questions dropped    {}   (the agent's connection was cut while its question waited)",
-        ledger.dropped.len()
+        "  asks retried         {} asks, {} retries   (the agent's connection was cut while its question waited; it asked the same request again)",
+        ledger.retried.len(),
+        n(&c.agent_cuts)
     );
     println!(
         "  answers refused      {}   (NOT_PENDING: the question had stopped waiting)",
