@@ -122,6 +122,22 @@ fn page_over(
     (root, Box::new(handle))
 }
 
+/// Waits (boundedly) until `inbox` has `streams` open inbox streams: the Web
+/// Lock that picks the streaming tab is granted asynchronously, later on a
+/// busy machine than a few zero-delay timeouts.
+async fn inbox_streams_become(inbox: &MemoryTransport, streams: usize, what: &str) {
+    for _ in 0..500 {
+        if inbox.inbox_streams() == streams {
+            return;
+        }
+        settle().await;
+    }
+    panic!(
+        "{what}: {} inbox streams open, expected {streams}",
+        inbox.inbox_streams()
+    );
+}
+
 /// Replaces `window.Notification` with a recorder: `window.__notes` lists
 /// `[title, body, tag]` of each one created.
 fn stub_notifications(permission: &str) {
@@ -155,7 +171,7 @@ async fn the_signals_count_every_session_of_the_inbox_and_the_list_shows_each_se
         &inbox,
         "auq-test-count",
     );
-    settle().await;
+    inbox_streams_become(&inbox, 1, "the page opens the inbox stream").await;
     assert_eq!(document().title(), "ask-user");
     inbox.emit_inbox(sessions(&[
         ("other", 2, Some("Deploy now?")),
@@ -276,6 +292,7 @@ async fn one_tab_holds_the_inbox_stream_the_others_hear_it_on_the_channel_and_ta
     let (first_root, first) = page_over(&[], &inbox, "auq-test-handover");
     settle().await;
     let (second_root, second) = page_over(&[], &inbox, "auq-test-handover");
+    inbox_streams_become(&inbox, 1, "the first tab opens the inbox stream").await;
     settle().await;
     assert_eq!(inbox.inbox_streams(), 1, "one stream for both tabs");
     inbox.emit_inbox(sessions(&[("elsewhere", 1, Some("Ship?"))]));
@@ -292,11 +309,7 @@ async fn one_tab_holds_the_inbox_stream_the_others_hear_it_on_the_channel_and_ta
     drop(first);
     first_root.remove();
     settle().await;
-    assert_eq!(
-        inbox.inbox_streams(),
-        1,
-        "the second tab took the stream over"
-    );
+    inbox_streams_become(&inbox, 1, "the second tab took the stream over").await;
     inbox.emit_inbox(sessions(&[("elsewhere", 2, Some("Ship?"))]));
     settle().await;
     assert_eq!(
@@ -321,7 +334,7 @@ async fn a_notification_names_who_asks_and_the_question_only_while_hidden_and_on
     let inbox = MemoryTransport::new();
     inbox.set_sessions(sessions(&[("a", 1, Some("Old?"))]));
     let (root, handle) = page_over(&[], &inbox, "auq-test-notify");
-    settle().await;
+    inbox_streams_become(&inbox, 1, "the page opens the inbox stream").await;
     assert!(notes().is_empty(), "nothing for what already waited");
 
     inbox.emit_inbox(sessions(&[("a", 2, Some("Old?"))]));
