@@ -478,3 +478,60 @@ fn set_hidden(hidden: bool) {
     let event = web_sys::Event::new("visibilitychange").unwrap();
     document.dispatch_event(&event).unwrap();
 }
+
+#[wasm_bindgen_test]
+async fn a_person_typing_keeps_the_focus_while_batches_arrive_here_and_in_other_sessions() {
+    clear_session_storage();
+    let (default, other, inbox) = (
+        MemoryTransport::new(),
+        MemoryTransport::new(),
+        MemoryTransport::new(),
+    );
+    default.set_replay(vec![requested("q1", 1, NAME)]);
+    inbox.set_sessions(sessions(&[("default", 1, Some("What should we call it?"))]));
+    let (root, handle) = page_over(
+        &[("default", default.clone()), ("other", other.clone())],
+        &inbox,
+        "auq-test-focus",
+    );
+    inbox_streams_become(&inbox, 1, "the page opens the inbox stream").await;
+    let text: web_sys::HtmlElement = root
+        .query_selector("[data-auq=text]")
+        .unwrap()
+        .unwrap()
+        .dyn_into()
+        .unwrap();
+    text.focus().unwrap();
+    type_into(&text, "Fal");
+    settle().await;
+    let focused = || {
+        document()
+            .active_element()
+            .map(|e| e.get_attribute("data-auq"))
+    };
+    assert_eq!(
+        focused(),
+        Some(Some("text".to_owned())),
+        "typing in the text box"
+    );
+
+    // Another session's batch (title, badge, list) and one more batch here.
+    inbox.emit_inbox(sessions(&[
+        ("other", 1, Some("Deploy now?")),
+        ("default", 2, Some("What should we call it?")),
+    ]));
+    default.emit(requested("q2", 2, DB));
+    settle().await;
+    assert_eq!(
+        focused(),
+        Some(Some("text".to_owned())),
+        "the focus stays where the person types"
+    );
+    assert!(
+        document().title().starts_with("(3)"),
+        "{}",
+        document().title()
+    );
+    drop(handle);
+    root.remove();
+}
