@@ -156,6 +156,14 @@ pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
             utc(conn, q.created_at_ms),
             q.id
         );
+        if let Some(asked_by) = &q.asked_by {
+            let version = asked_by
+                .version
+                .as_deref()
+                .map(|v| format!(" {}", one_line(v)))
+                .unwrap_or_default();
+            let _ = writeln!(md, "\nAsked by {}{version}", one_line(&asked_by.name));
+        }
         for item in &q.request.questions {
             let title = item.header.as_deref().unwrap_or(&item.question);
             let _ = write!(md, "\n**{}**", one_line(title));
@@ -183,6 +191,9 @@ pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
                 None => {}
             }
         }
+        if let Some(note) = record.answer.as_ref().and_then(|a| a.note.as_deref()) {
+            let _ = writeln!(md, "\nNote: “{}”", one_line(note));
+        }
     }
     md
 }
@@ -190,4 +201,40 @@ pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
 /// Text on one line (a newline would break the list item).
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ask_user_core::wire::{AskedBy, QuestionRequested};
+    use ask_user_core::{AnswerBatch, AskRequest};
+
+    #[test]
+    fn the_decision_log_says_who_asked_and_the_persons_note() {
+        let request: AskRequest = serde_json::from_value(
+            serde_json::json!({"questions": [{"id": "q", "question": "Go?"}]}),
+        )
+        .unwrap();
+        let answer: AnswerBatch = serde_json::from_value(serde_json::json!({
+            "answers": [{"id": "q", "custom": "yes"}],
+            "note": "mind the\nstep"
+        }))
+        .unwrap();
+        let record = HistoryRecord {
+            question: QuestionRequested {
+                id: "a1".to_owned(),
+                session: "s".to_owned(),
+                request,
+                created_at_ms: 0,
+                asked_by: AskedBy::from_http_header("claude-code/2.1"),
+            },
+            outcome: Outcome::Answered,
+            answer: Some(answer),
+            resolved_at_ms: 1000,
+        };
+        let conn = Connection::open_in_memory().unwrap();
+        let md = markdown(&conn, &[record]);
+        assert!(md.contains("Asked by claude-code 2.1\n"), "{md}");
+        assert!(md.contains("Note: “mind the step”\n"), "{md}");
+    }
 }

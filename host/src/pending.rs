@@ -967,6 +967,16 @@ impl PendingStore for MemoryStore {
     fn restore(&self, restored: Restored) {
         let grace = self.grace();
         let mut table = self.lock();
+        // Oldest first, so the logs keep the most recent within their limits.
+        for (session, entry) in restored.transcripts {
+            if let TranscriptEntry::Record(record) = &entry {
+                let asked_by = record.asked_by.clone();
+                table
+                    .logs
+                    .touch(&session, record.resolved_at_ms, asked_by.as_ref());
+            }
+            table.logs.push(&session, entry);
+        }
         for question in restored.pending {
             let session = question.session.clone();
             let (key, bytes) = self.key_of(&question.request);

@@ -682,3 +682,70 @@ async fn records_older_than_keep_days_are_pruned_when_the_host_starts() {
     let page = host.json("/api/history").await;
     assert_eq!(page["records"][0]["question"]["id"], "q_recent");
 }
+
+#[tokio::test]
+async fn after_a_kill_the_transcript_and_the_session_list_show_what_was_there_before() {
+    let dir = TempDir::new("store-transcript");
+    let mut host = Host::start(&dir);
+    let posted = host
+        .post(
+            "/api/sessions/t/messages",
+            &json!({"text": "before the kill"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), StatusCode::OK);
+    let ask = tokio::spawn(
+        host.post("/api/sessions/t/ask", &request("Kept?"))
+            .header("x-ask-user-agent", "bot/1.0")
+            .send(),
+    );
+    wait_until("the question is pending", || {
+        let count = async { host.pending("t").await.len() };
+        async move { count.await == 1 }
+    })
+    .await;
+    let id = host.pending("t").await.pop().unwrap();
+    let answer = json!({"answers": [{"id": "q", "custom": "yes"}], "note": "my note"});
+    let answered = host
+        .post(&format!("/api/sessions/t/questions/{id}/answer"), &answer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answered.status(), StatusCode::OK);
+    assert_eq!(
+        custom(&ask.await.unwrap().unwrap().json().await.unwrap()),
+        "yes"
+    );
+    host.process.kill();
+
+    let host = Host::start(&dir);
+    let transcript = host.json("/api/sessions/t/transcript").await;
+    let entries = transcript["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{transcript}");
+    assert_eq!(entries[0]["kind"], "message");
+    assert_eq!(entries[0]["text"], "before the kill");
+    assert_eq!(entries[1]["kind"], "record");
+    assert_eq!(entries[1]["id"], id.as_str());
+    assert_eq!(entries[1]["outcome"], "answered");
+    assert_eq!(entries[1]["answer"]["note"], "my note");
+    assert_eq!(entries[1]["asked_by"]["name"], "bot");
+    assert!(
+        entries[0]["at_ms"].as_u64().unwrap() <= entries[1]["resolved_at_ms"].as_u64().unwrap(),
+        "in time order: {transcript}"
+    );
+    let sessions = host.json("/api/sessions").await;
+    let listed = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "t")
+        .unwrap_or_else(|| panic!("session t is listed: {sessions}"));
+    assert_eq!(listed["pending"], 0);
+    assert_eq!(listed["asked_by"]["name"], "bot");
+    assert_eq!(
+        listed["last_activity_ms"], entries[1]["resolved_at_ms"],
+        "{sessions}"
+    );
+}

@@ -18,7 +18,7 @@ pub mod sqlite;
 
 pub use sqlite::{DATABASE_FILE, SqliteStore};
 
-use ask_user_core::wire::{MessageCreated, Outcome, QuestionRequested, Role};
+use ask_user_core::wire::{MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry};
 use ask_user_core::{AnswerBatch, UserInteractionError};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -142,6 +142,12 @@ pub struct Restored {
     /// Questions resolved for an asker that has not collected the resolution:
     /// `Some(answer)` for an answer, `None` for a cancel.
     pub held: Vec<(QuestionRequested, Option<AnswerBatch>)>,
+    /// Each session's most recent transcript entries (messages and a record
+    /// per resolved question, at most
+    /// [`ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES`] a session) with
+    /// their session, oldest first: the transcripts and the session list
+    /// start where they were.
+    pub transcripts: Vec<(String, TranscriptEntry)>,
 }
 
 /// One resolved question as the history shows it.

@@ -6,7 +6,10 @@ use super::{
     Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store, StoreError, Ticket, Write,
 };
 use ask_user_core::AnswerBatch;
-use ask_user_core::wire::{Outcome, QuestionRequested};
+use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
+use ask_user_core::wire::{
+    MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry, TranscriptRecord,
+};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -376,7 +379,77 @@ fn load(conn: &Connection) -> rusqlite::Result<Restored> {
             Some(_) => {}
         }
     }
+    restored.transcripts = load_transcripts(conn)?;
     Ok(restored)
+}
+
+/// Each session's most recent messages and resolved questions (at most
+/// [`MAX_TRANSCRIPT_ENTRIES`] a session), oldest first, in one query.
+fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, TranscriptEntry)>> {
+    let mut statement = conn.prepare(
+        "SELECT session, kind, id, role, text, question, outcome, answer, at FROM (
+            SELECT *, row_number() OVER (
+                PARTITION BY session ORDER BY at DESC, kind DESC, seq DESC
+            ) AS recent FROM (
+                SELECT session, 0 AS kind, seq, id, role, text,
+                       NULL AS question, NULL AS outcome, NULL AS answer, at_ms AS at
+                FROM messages
+                UNION ALL
+                SELECT session, 1, seq, id, NULL, NULL, question, outcome, answer, resolved_ms
+                FROM questions WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL
+            )
+        ) WHERE recent <= ?1 ORDER BY at, kind, seq",
+    )?;
+    let limit = i64::try_from(MAX_TRANSCRIPT_ENTRIES).unwrap_or(i64::MAX);
+    let mut rows = statement.query([limit])?;
+    let mut entries = Vec::new();
+    while let Some(row) = rows.next()? {
+        let session: String = row.get(0)?;
+        let kind: i64 = row.get(1)?;
+        let id: String = row.get(2)?;
+        let at_ms = u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0);
+        let entry = if kind == 0 {
+            let role = match row.get::<_, String>(3)?.as_str() {
+                "user" => Role::User,
+                "agent" => Role::Agent,
+                _ => {
+                    tracing::warn!(id, "a kept message's role no longer reads; left out");
+                    continue;
+                }
+            };
+            TranscriptEntry::Message(MessageCreated {
+                id,
+                role,
+                text: row.get(4)?,
+                at_ms,
+            })
+        } else {
+            let question: String = row.get(5)?;
+            let outcome: String = row.get(6)?;
+            let answer: Option<String> = row.get(7)?;
+            let (Ok(question), Some(outcome)) = (
+                serde_json::from_str::<QuestionRequested>(&question),
+                parse_outcome(&outcome),
+            ) else {
+                tracing::warn!(id, "a kept question no longer reads; left out");
+                continue;
+            };
+            let answer = answer
+                .filter(|_| outcome == Outcome::Answered)
+                .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
+            TranscriptEntry::Record(TranscriptRecord {
+                id,
+                request: question.request,
+                asked_by: question.asked_by,
+                created_at_ms: question.created_at_ms,
+                resolved_at_ms: at_ms,
+                outcome,
+                answer,
+            })
+        };
+        entries.push((session, entry));
+    }
+    Ok(entries)
 }
 
 struct Writer {
