@@ -26,7 +26,6 @@ use rmcp::{
     ClientHandler, ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError, ServiceExt,
 };
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Mutex;
 
 /// Where the bridge parks the stdio client's progress token in an upstream
@@ -41,10 +40,6 @@ const PROGRESS_TOKEN: &str = "progressToken";
 #[derive(Clone)]
 pub struct Bridge {
     link: Arc<Link>,
-    /// Set when stdin reached its end: rmcp then cancels every call in
-    /// flight, which is the client going away (detach), not an explicit
-    /// `notifications/cancelled` (abort).
-    stdin_closed: Arc<AtomicBool>,
 }
 
 /// The connection to the host, made on first use (when the stdio client's
@@ -55,11 +50,9 @@ struct Link {
 }
 
 impl Bridge {
-    /// A bridge to the host `target` names; `stdin_closed` says when the
-    /// client's input ended.
-    pub fn new(target: Target, stdin_closed: Arc<AtomicBool>) -> Self {
+    /// A bridge to the host `target` names.
+    pub fn new(target: Target) -> Self {
         Self {
-            stdin_closed,
             link: Arc::new(Link {
                 target,
                 upstream: Mutex::new(None),
@@ -253,11 +246,6 @@ impl ServerHandler for Bridge {
             let response = tokio::select! {
                 response = &mut handle.rx => response.unwrap_or(Err(ServiceError::TransportClosed)),
                 () = context.ct.cancelled() => {
-                    if self.stdin_closed.load(Ordering::SeqCst) {
-                        // The client went away: leave the upstream call to
-                        // drop with the process, so the question detaches.
-                        return Err(McpError::internal_error("the client went away", None));
-                    }
                     // An explicit end: the host aborts the question.
                     if let Err(error) = handle.cancel(Some("the client cancelled the call".to_owned())).await {
                         tracing::warn!(%error, "could not pass the cancellation on to the host");

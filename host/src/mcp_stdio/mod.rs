@@ -26,8 +26,6 @@ use clap::Args;
 use rmcp::ServiceExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use url::Url;
 
 /// `ask-user mcp`.
@@ -150,14 +148,8 @@ pub async fn run(args: McpArgs) -> ExitCode {
         }
     };
     tracing::info!(session = %target.session, host = %target.base, "ask-user mcp on stdio");
-    let stdin_closed = Arc::new(AtomicBool::new(false));
-    let (stdin, stdout) = rmcp::transport::stdio();
-    let stdin = EndWatch {
-        inner: stdin,
-        ended: stdin_closed.clone(),
-    };
-    let served = bridge::Bridge::new(target, stdin_closed)
-        .serve((stdin, stdout))
+    let served = bridge::Bridge::new(target)
+        .serve(rmcp::transport::stdio())
         .await;
     let code = match served {
         Ok(service) => match service.waiting().await {
@@ -179,28 +171,4 @@ pub async fn run(args: McpArgs) -> ExitCode {
     // close would `DELETE` it, and that aborts a question still waiting;
     // dropping the connection only detaches it, as the issue asks.
     std::process::exit(code)
-}
-
-/// Stdin that says when it reached its end (a read that fills nothing).
-struct EndWatch<R> {
-    inner: R,
-    ended: Arc<AtomicBool>,
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndWatch<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let asked = buf.remaining() > 0;
-        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        if let std::task::Poll::Ready(result) = &polled
-            && (result.is_err() || (asked && buf.filled().len() == before))
-        {
-            self.ended.store(true, Ordering::SeqCst);
-        }
-        polled
-    }
 }
