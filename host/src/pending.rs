@@ -1097,9 +1097,8 @@ impl PendingStore for MemoryStore {
         id: &str,
         answer: AnswerBatch,
     ) -> Result<(), UserInteractionError> {
-        let event = self.request_of(session, id)?;
         // Validation runs outside the lock; the claim below re-checks pending.
-        let answer = answer.normalize(&question(&event).request)?;
+        let answer = self.check_answer(session, id, answer)?;
         let mut table = self.lock();
         let entry = table
             .resolve_with(session, id, Ended::Answered, Some(&answer))
