@@ -3,7 +3,7 @@
 
 use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
-use crate::pending::Listed;
+use crate::pending::{SharedEvent, question_tail};
 use crate::state::{AppState, AskOptions};
 use crate::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::{
@@ -145,10 +145,10 @@ async fn ask(
 /// serialises no request and holds no copy of the table: it hands the shared
 /// bytes to the socket a chunk at a time as the reader takes them.
 async fn list(State(state): State<AppState>, Session(session): Session) -> Response {
-    let listed = state.store().pending_listed(session.as_str());
+    let events = state.store().pending_events(session.as_str());
     (
         [(CONTENT_TYPE, "application/json")],
-        Body::from_stream(pending_json_chunks(listed)),
+        Body::from_stream(pending_json_chunks(events)),
     )
         .into_response()
 }
@@ -157,32 +157,18 @@ async fn list(State(state): State<AppState>, Session(session): Session) -> Respo
 /// (field order and all), in chunks: per question its id, the shared request
 /// JSON, then its time and asker; only the small parts are serialised here.
 fn pending_json_chunks(
-    listed: Vec<Listed>,
+    events: Vec<SharedEvent>,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    let questions = listed
+    let questions = events
         .into_iter()
-        .filter_map(|listed| match &*listed.event {
-            SessionEvent::QuestionRequested(q) => {
-                let id = serde_json::to_string(&q.id).expect("strings serialise");
-                let asked_by = q.asked_by.as_ref().map(|asked_by| {
-                    serde_json::to_string(asked_by).expect("askers always serialise")
-                });
-                let tail = match asked_by {
-                    Some(asked_by) => {
-                        format!(
-                            r#","created_at_ms":{},"asked_by":{asked_by}}}"#,
-                            q.created_at_ms
-                        )
-                    }
-                    None => format!(r#","created_at_ms":{}}}"#, q.created_at_ms),
-                };
-                Some((
-                    format!(r#"{{"id":{id},"request":"#),
-                    listed.request_json,
-                    tail,
-                ))
-            }
-            _ => None,
+        .filter_map(|event| {
+            let SessionEvent::QuestionRequested(q) = &*event else {
+                return None;
+            };
+            let id = serde_json::to_string(&q.id).expect("strings serialise");
+            let head = format!(r#"{{"id":{id},"request":"#);
+            let tail = question_tail(q.created_at_ms, q.asked_by.as_ref());
+            Some((head, event.request_json()?, tail))
         })
         .enumerate()
         .flat_map(|(n, (head, request, tail))| {
@@ -249,10 +235,8 @@ pub async fn method_not_allowed() -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::SharedEvent;
     use ask_user_core::wire::{AskerKind, PendingListRef, PendingQuestionRef, QuestionRequested};
     use futures_util::StreamExt;
-    use std::sync::Arc;
 
     /// Every optional field, non-ASCII text and characters JSON must escape.
     fn requested(n: u64, asked_by: Option<AskedBy>) -> SharedEvent {
@@ -264,30 +248,24 @@ mod tests {
             {"id": "free", "question": "Anything else?"}
         ]}))
         .unwrap();
-        Arc::new(SessionEvent::QuestionRequested(QuestionRequested {
+        let request_json = serde_json::to_vec(&request).unwrap().into();
+        let question = QuestionRequested {
             id: format!("q_{n:032x}"),
             session: "s".to_owned(),
             request,
             created_at_ms: 1_700_000_000_000 + n,
             asked_by,
-        }))
+        };
+        if n.is_multiple_of(2) {
+            SharedEvent::requested(question, request_json)
+        } else {
+            // Not kept by a table: its JSON is made when listed.
+            SharedEvent::from(SessionEvent::QuestionRequested(question))
+        }
     }
 
     async fn listed(events: Vec<SharedEvent>) -> String {
-        let listed = events
-            .into_iter()
-            .map(|event| {
-                let SessionEvent::QuestionRequested(q) = &*event else {
-                    unreachable!()
-                };
-                let request_json = serde_json::to_vec(&q.request).unwrap().into();
-                Listed {
-                    event,
-                    request_json,
-                }
-            })
-            .collect();
-        let chunks: Vec<Bytes> = pending_json_chunks(listed)
+        let chunks: Vec<Bytes> = pending_json_chunks(events)
             .map(|chunk| chunk.unwrap())
             .collect()
             .await;

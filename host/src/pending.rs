@@ -46,8 +46,92 @@ use fanout::Fanout;
 pub use fanout::{EventReceiver, RecvError, TryRecvError};
 
 /// A session event as broadcast: shared, so a large request is never copied
-/// per subscriber.
-pub type SharedEvent = Arc<SessionEvent>;
+/// per subscriber. A `question/requested` kept by the table carries its
+/// request's canonical JSON too, so neither a stream nor a list serialises
+/// the request again.
+#[derive(Debug, Clone)]
+pub struct SharedEvent {
+    event: Arc<SessionEvent>,
+    request_json: Option<Bytes>,
+}
+
+impl std::ops::Deref for SharedEvent {
+    type Target = SessionEvent;
+
+    fn deref(&self) -> &SessionEvent {
+        &self.event
+    }
+}
+
+/// Equal events (the kept JSON is made from the event).
+impl PartialEq for SharedEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.event == other.event
+    }
+}
+
+impl Eq for SharedEvent {}
+
+impl From<SessionEvent> for SharedEvent {
+    fn from(event: SessionEvent) -> Self {
+        Self {
+            event: Arc::new(event),
+            request_json: None,
+        }
+    }
+}
+
+impl SharedEvent {
+    /// `question/requested` of `question`, with its request's canonical JSON
+    /// (`serde_json::to_vec(&question.request)`).
+    pub(crate) fn requested(question: QuestionRequested, request_json: Bytes) -> Self {
+        Self {
+            event: Arc::new(SessionEvent::QuestionRequested(question)),
+            request_json: Some(request_json),
+        }
+    }
+
+    /// The request's canonical JSON of a `question/requested` (serialised
+    /// now if it was not kept).
+    pub fn request_json(&self) -> Option<Bytes> {
+        match (&*self.event, &self.request_json) {
+            (SessionEvent::QuestionRequested(_), Some(json)) => Some(json.clone()),
+            (SessionEvent::QuestionRequested(q), None) => Some(
+                serde_json::to_vec(&q.request)
+                    .expect("requests always serialise")
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The SSE data, exactly [`SessionEvent::data`]; a `question/requested`
+    /// is written around its kept request JSON instead of serialising it.
+    pub fn data(&self) -> String {
+        let (SessionEvent::QuestionRequested(q), Some(json)) = (&*self.event, &self.request_json)
+        else {
+            return self.event.data();
+        };
+        let json = std::str::from_utf8(json).expect("serde_json writes UTF-8");
+        let id = serde_json::to_string(&q.id).expect("strings serialise");
+        let session = serde_json::to_string(&q.session).expect("strings serialise");
+        let tail = question_tail(q.created_at_ms, q.asked_by.as_ref());
+        format!(r#"{{"id":{id},"session":{session},"request":{json}{tail}"#)
+    }
+}
+
+/// What `serde_json` writes after a question's request in core's
+/// `QuestionRequested` and `PendingQuestion`: the time, the asker if known,
+/// and the closing brace.
+pub fn question_tail(created_at_ms: u64, asked_by: Option<&AskedBy>) -> String {
+    match asked_by {
+        Some(asked_by) => {
+            let asked_by = serde_json::to_string(asked_by).expect("askers always serialise");
+            format!(r#","created_at_ms":{created_at_ms},"asked_by":{asked_by}}}"#)
+        }
+        None => format!(r#","created_at_ms":{created_at_ms}}}"#),
+    }
+}
 
 /// How a waiting ask learns that its question stopped waiting.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,7 +176,6 @@ pub struct Attachment {
     key: u64,
     bytes: usize,
     event: SharedEvent,
-    json: Bytes,
 }
 
 impl Attachment {
@@ -135,16 +218,6 @@ pub enum RegisterError {
         /// The limit.
         limit: PendingLimit,
     },
-}
-
-/// A pending question as a list shows it: its `question/requested` event and
-/// its request as canonical JSON (what `serde_json` writes for it), both shared.
-#[derive(Debug, Clone)]
-pub struct Listed {
-    /// The `question/requested` event.
-    pub event: SharedEvent,
-    /// `serde_json::to_vec(&request)` of the event's request.
-    pub request_json: Bytes,
 }
 
 /// A new subscriber's view of a session: what to replay, then what comes live.
@@ -255,23 +328,9 @@ pub trait PendingStore: Send + Sync + 'static {
     fn grace_started(&self) -> &Notify;
 
     /// The `question/requested` events of `session`'s pending questions,
-    /// oldest first: shared, so taking them costs no copy of a request (the
-    /// caller serialises them after the table's lock is released).
+    /// oldest first: shared, so taking them costs no copy of a request, and
+    /// carrying each request's JSON, so writing them serialises none.
     fn pending_events(&self, session: &str) -> Vec<SharedEvent>;
-
-    /// [`PendingStore::pending_events`] with each request's canonical JSON,
-    /// shared: a list written from them copies bytes and serialises no request.
-    fn pending_listed(&self, session: &str) -> Vec<Listed> {
-        self.pending_events(session)
-            .into_iter()
-            .map(|event| Listed {
-                request_json: serde_json::to_vec(&question(&event).request)
-                    .expect("requests always serialise")
-                    .into(),
-                event,
-            })
-            .collect()
-    }
 
     /// The pending questions of `session`, oldest first (copied).
     fn snapshot(&self, session: &str) -> Vec<QuestionRequested> {
@@ -390,10 +449,9 @@ struct Entry {
     key: u64,
     /// What the entry costs against the byte budget ([`entry_bytes`]).
     bytes: usize,
-    /// The `question/requested` event, kept as sent (replayed as is).
+    /// The `question/requested` event with its request's JSON, kept as sent
+    /// (replayed and listed as is).
     event: SharedEvent,
-    /// The request as canonical JSON, written into every list as is.
-    json: Bytes,
     waiting: Waiting,
 }
 
@@ -403,7 +461,6 @@ struct Held {
     key: u64,
     bytes: usize,
     event: SharedEvent,
-    json: Bytes,
     resolution: Resolution,
     until: Instant,
 }
@@ -507,7 +564,7 @@ impl Session {
     fn send(&mut self, event: SessionEvent) {
         let bytes = event_bytes(&event);
         // No subscriber is fine: a stream opened later replays the table.
-        self.tx.send(&Arc::new(event), bytes);
+        self.tx.send(&SharedEvent::from(event), bytes);
     }
 
     fn is_idle(&self) -> bool {
@@ -675,7 +732,7 @@ impl Table {
                 self.hold(
                     session,
                     (entry.seq, entry.key, entry.bytes),
-                    (entry.event, entry.json),
+                    entry.event,
                     resolution,
                     grace,
                 );
@@ -690,7 +747,7 @@ impl Table {
         &mut self,
         session: &str,
         (seq, key, bytes): (u64, u64, usize),
-        (event, json): (SharedEvent, Bytes),
+        event: SharedEvent,
         resolution: Resolution,
         grace: Duration,
     ) {
@@ -713,7 +770,6 @@ impl Table {
                 key,
                 bytes,
                 event,
-                json,
                 resolution,
                 until,
             },
@@ -932,7 +988,6 @@ impl PendingStore for MemoryStore {
                         key,
                         bytes: held.bytes,
                         event: held.event,
-                        json: held.json,
                     },
                     waiter,
                     found: Found::Collected,
@@ -945,7 +1000,6 @@ impl PendingStore for MemoryStore {
             };
             entry.waiting = Waiting::Attached { number, reply };
             let event = entry.event.clone();
-            let json = entry.json.clone();
             let bytes = entry.bytes;
             slot.send(SessionEvent::QuestionAttached(QuestionRef {
                 id: id.clone(),
@@ -959,7 +1013,6 @@ impl PendingStore for MemoryStore {
                     key,
                     bytes,
                     event,
-                    json,
                 },
                 waiter,
                 found: Found::Reattached,
@@ -973,7 +1026,8 @@ impl PendingStore for MemoryStore {
             .logs
             .touch(session, question.created_at_ms, question.asked_by.as_ref());
         table.inbox.send_replace(());
-        let event = Arc::new(SessionEvent::QuestionRequested(question));
+        let weight = json.len();
+        let event = SharedEvent::requested(question, json);
         let seq = table.next_seq;
         table.next_seq += 1;
         table.pending += 1;
@@ -987,13 +1041,12 @@ impl PendingStore for MemoryStore {
                 key,
                 bytes,
                 event: event.clone(),
-                json: json.clone(),
                 waiting: Waiting::Attached { number, reply },
             },
         );
         // Only now, with the entry in place, may anyone see the question (its
         // weight in a stream's budget is what the stream sends: about its JSON).
-        slot.tx.send(&event, json.len());
+        slot.tx.send(&event, weight);
         Ok(Registered {
             attachment: Attachment {
                 id,
@@ -1002,7 +1055,6 @@ impl PendingStore for MemoryStore {
                 key,
                 bytes,
                 event,
-                json,
             },
             waiter,
             found: Found::New,
@@ -1043,8 +1095,7 @@ impl PendingStore for MemoryStore {
                     seq,
                     key,
                     bytes,
-                    event: Arc::new(SessionEvent::QuestionRequested(question)),
-                    json,
+                    event: SharedEvent::requested(question, json),
                     waiting: Waiting::Detached { until },
                 },
             );
@@ -1061,14 +1112,8 @@ impl PendingStore for MemoryStore {
             let seq = table.next_seq;
             table.next_seq += 1;
             let resolution = answer.map_or(Resolution::Cancelled, Resolution::Answered);
-            let event = Arc::new(SessionEvent::QuestionRequested(question));
-            table.hold(
-                &session,
-                (seq, key, bytes),
-                (event, json),
-                resolution,
-                grace,
-            );
+            let event = SharedEvent::requested(question, json);
+            table.hold(&session, (seq, key, bytes), event, resolution, grace);
         }
         table.inbox.send_replace(());
         drop(table);
@@ -1138,10 +1183,9 @@ impl PendingStore for MemoryStore {
                 key,
                 bytes,
                 event,
-                json,
                 ..
             } = attachment;
-            table.hold(session, (seq, key, bytes), (event, json), resolution, grace);
+            table.hold(session, (seq, key, bytes), event, resolution, grace);
             self.grace_started.notify_one();
         }
     }
@@ -1223,26 +1267,13 @@ impl PendingStore for MemoryStore {
     }
 
     fn pending_events(&self, session: &str) -> Vec<SharedEvent> {
-        self.pending_listed(session)
-            .into_iter()
-            .map(|listed| listed.event)
-            .collect()
-    }
-
-    fn pending_listed(&self, session: &str) -> Vec<Listed> {
         let table = self.lock();
         let Some(slot) = table.sessions.get(session) else {
             return Vec::new();
         };
         slot.order
             .values()
-            .map(|id| {
-                let entry = &slot.entries[id];
-                Listed {
-                    event: entry.event.clone(),
-                    request_json: entry.json.clone(),
-                }
-            })
+            .map(|id| slot.entries[id].event.clone())
             .collect()
     }
 
@@ -1255,15 +1286,15 @@ impl PendingStore for MemoryStore {
             let entry = &slot.entries[id];
             replay.push(entry.event.clone());
             if let Waiting::Detached { .. } = entry.waiting {
-                replay.push(Arc::new(SessionEvent::QuestionDetached(QuestionRef {
-                    id: id.clone(),
-                })));
+                replay.push(SharedEvent::from(SessionEvent::QuestionDetached(
+                    QuestionRef { id: id.clone() },
+                )));
             }
         }
         let pending = slot.order.values().cloned().collect();
-        replay.push(Arc::new(SessionEvent::SessionSynced(SessionSynced {
-            pending,
-        })));
+        replay.push(SharedEvent::from(SessionEvent::SessionSynced(
+            SessionSynced { pending },
+        )));
         Subscription { replay, events }
     }
 

@@ -1,7 +1,7 @@
 //! The ask/answer/cancel contract over real HTTP on loopback: who wins, what
 //! the agent gets, what the streams see, and how shutdown ends it.
 
-use ask_user_core::wire::Outcome;
+use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{AbortController, AskRequest, SessionId};
 use ask_user_host::{ApiError, AskOptions};
 use ask_user_tests::http_host::{TestHost, assert_error, within};
@@ -793,8 +793,16 @@ async fn a_detached_question_counts_against_max_pending_but_its_own_repost_alway
 }
 
 #[tokio::test]
-async fn the_pending_list_is_byte_for_byte_cores_pending_list_serialised() {
-    use ask_user_core::wire::{AGENT_HEADER, PendingList, PendingQuestion};
+async fn the_pending_list_and_the_streams_are_byte_for_byte_what_serde_json_writes_for_cores_types()
+{
+    use ask_user_core::wire::{AGENT_HEADER, PendingList, PendingQuestion, SessionEvent};
+    // The frame's data as sent, and as serde_json writes the event it parses to.
+    fn requested(frame: ask_user_tests::http_host::Frame) -> (String, String, QuestionRequested) {
+        let SessionEvent::QuestionRequested(q) = frame.session_event() else {
+            panic!("expected question/requested, got {}", frame.event);
+        };
+        (frame.data, serde_json::to_string(&q).unwrap(), q)
+    }
     let host = TestHost::start().await;
     let mut tab = host.events("s1").await;
     tab.replay().await;
@@ -812,10 +820,17 @@ async fn the_pending_list_is_byte_for_byte_cores_pending_list_serialised() {
         .body(full.to_string())
         .send();
     let named = tokio::spawn(named);
-    let first = tab.requested().await;
+    let (sent, serialised, first) = requested(tab.next().await);
+    assert_eq!(sent, serialised, "live");
     let nameless = host.ask("s1", "", &pick_one());
-    let second = tab.requested().await;
+    let (sent, serialised, second) = requested(tab.next().await);
+    assert_eq!(sent, serialised, "live");
     assert!(first.asked_by.is_some() && second.asked_by.is_none());
+    let mut late = host.events("s1").await;
+    for _ in 0..2 {
+        let (sent, serialised, _) = requested(late.next().await);
+        assert_eq!(sent, serialised, "replayed");
+    }
 
     let body = host
         .authed(reqwest::Method::GET, "/api/sessions/s1/questions")

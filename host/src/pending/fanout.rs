@@ -186,7 +186,7 @@ mod tests {
     use ask_user_core::wire::{QuestionRef, SessionEvent};
 
     fn event(n: usize) -> SharedEvent {
-        Arc::new(SessionEvent::QuestionAttached(QuestionRef {
+        SharedEvent::from(SessionEvent::QuestionAttached(QuestionRef {
             id: format!("q{n}"),
         }))
     }

@@ -720,21 +720,43 @@ fn a_subscriber_that_stops_reading_pins_at_most_its_byte_budget_of_messages() {
 }
 
 #[test]
-fn a_listed_question_carries_its_requests_json_as_serde_json_writes_it() {
+fn a_pending_question_carries_its_requests_json_and_streams_exactly_what_serde_json_writes() {
     let store = MemoryStore::new();
-    let _first = store.register("s", request(0), None).unwrap();
+    // Escapes, non-ASCII text and an asker with every field.
+    let tricky = AskRequest::from_json(
+        r#"{"questions": [{"id": "q", "question": "Ship \"v2\"\\now?\n\u0007 Über 🚀",
+            "header": "Plan ✓", "detail": "\u2028 <b>&</b>", "multi_select": true,
+            "options": [{"label": "a", "description": "ja – 是"}, {"label": "b"}]}]}"#,
+    )
+    .unwrap();
+    let asker = AskedBy {
+        kind: ask_user_core::wire::AskerKind::Http,
+        name: "agent \"ü\"".to_owned(),
+        version: Some("1.0".to_owned()),
+    };
+    let _first = store.register("s", tricky.clone(), Some(asker)).unwrap();
     let _second = store.register("s", request(1), None).unwrap();
-    let listed = store.pending_listed("s");
-    assert_eq!(listed.len(), 2);
-    for (n, listed) in listed.iter().enumerate() {
-        let SessionEvent::QuestionRequested(q) = &*listed.event else {
-            panic!("a listed event is a question/requested");
+    let mut stream = store.subscribe("s");
+    let events = store.pending_events("s");
+    assert_eq!(events.len(), 2);
+    for (event, expected) in events.iter().zip([tricky, request(1)]) {
+        let SessionEvent::QuestionRequested(q) = &**event else {
+            panic!("a pending event is a question/requested");
         };
-        assert_eq!(q.request, request(n));
+        assert_eq!(q.request, expected);
         assert_eq!(
-            listed.request_json,
-            serde_json::to_vec(&request(n)).unwrap()
+            event.request_json().unwrap(),
+            serde_json::to_vec(&expected).unwrap()
         );
+        // The SSE data written around the kept JSON is core's, byte for byte.
+        assert_eq!(event.data(), SessionEvent::data(event));
     }
-    assert!(store.pending_listed("t").is_empty());
+    // The replay and the live broadcast carry the same.
+    let replayed = &stream.replay[0];
+    assert_eq!(replayed.data(), SessionEvent::data(replayed));
+    let _third = store.register("s", request(2), None).unwrap();
+    let live = stream.events.try_recv().unwrap();
+    assert!(live.request_json().is_some());
+    assert_eq!(live.data(), SessionEvent::data(&live));
+    assert!(store.pending_events("t").is_empty());
 }
