@@ -3,14 +3,14 @@
 
 use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
-use crate::pending::SharedEvent;
+use crate::pending::Listed;
 use crate::state::{AppState, AskOptions};
 use crate::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::{
-    AGENT_HEADER, AskedBy, MessageCreated, PendingListRef, PendingQuestionRef, PostMessage, Role,
-    SessionEvent, StatusBody,
+    AGENT_HEADER, AskedBy, MessageCreated, PostMessage, Role, SessionEvent, StatusBody,
 };
 use ask_user_core::{AnswerBatch, AskRequest, SessionId, UserInteractionError};
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
@@ -18,7 +18,9 @@ use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures_util::{Stream, stream};
 use serde::Deserialize;
+use std::convert::Infallible;
 use std::time::Duration;
 
 /// The longest `?timeout_ms=` (one week), so a deadline never overflows.
@@ -138,36 +140,59 @@ async fn ask(
 
 /// `GET /api/sessions/{session}/questions` → `{"pending": [...]}`, oldest first.
 ///
-/// The table's lock is held only to take the shared events; the list (up to
-/// the byte budget in size) is written on a blocking thread, so runtime
-/// workers stay free for every other route meanwhile.
+/// The table's lock is held only to take the shared entries; the body is then
+/// written from each request's JSON, kept since it was asked, so a list
+/// serialises no request and holds no copy of the table: it hands the shared
+/// bytes to the socket a chunk at a time as the reader takes them.
 async fn list(State(state): State<AppState>, Session(session): Session) -> Response {
-    let events = state.store().pending_events(session.as_str());
-    match tokio::task::spawn_blocking(move || pending_json(&events)).await {
-        Ok(json) => ([(CONTENT_TYPE, "application/json")], json).into_response(),
-        Err(error) => ApiError::from(UserInteractionError::failed(format!(
-            "listing the pending questions failed: {error}"
-        )))
-        .into_response(),
-    }
+    let listed = state.store().pending_listed(session.as_str());
+    (
+        [(CONTENT_TYPE, "application/json")],
+        Body::from_stream(pending_json_chunks(listed)),
+    )
+        .into_response()
 }
 
-/// `{"pending": [...]}` of the `question/requested` events, as core's
-/// `PendingList`.
-fn pending_json(events: &[SharedEvent]) -> String {
-    let pending = events
-        .iter()
-        .filter_map(|event| match &**event {
-            SessionEvent::QuestionRequested(q) => Some(PendingQuestionRef {
-                id: &q.id,
-                request: &q.request,
-                created_at_ms: q.created_at_ms,
-                asked_by: q.asked_by.as_ref(),
-            }),
+/// `{"pending": [...]}` exactly as `serde_json` writes core's `PendingList`
+/// (field order and all), in chunks: per question its id, the shared request
+/// JSON, then its time and asker; only the small parts are serialised here.
+fn pending_json_chunks(
+    listed: Vec<Listed>,
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
+    let questions = listed
+        .into_iter()
+        .filter_map(|listed| match &*listed.event {
+            SessionEvent::QuestionRequested(q) => {
+                let id = serde_json::to_string(&q.id).expect("strings serialise");
+                let asked_by = q.asked_by.as_ref().map(|asked_by| {
+                    serde_json::to_string(asked_by).expect("askers always serialise")
+                });
+                let tail = match asked_by {
+                    Some(asked_by) => {
+                        format!(
+                            r#","created_at_ms":{},"asked_by":{asked_by}}}"#,
+                            q.created_at_ms
+                        )
+                    }
+                    None => format!(r#","created_at_ms":{}}}"#, q.created_at_ms),
+                };
+                Some((
+                    format!(r#"{{"id":{id},"request":"#),
+                    listed.request_json,
+                    tail,
+                ))
+            }
             _ => None,
         })
-        .collect();
-    serde_json::to_string(&PendingListRef { pending }).expect("requests always serialise")
+        .enumerate()
+        .flat_map(|(n, (head, request, tail))| {
+            let head = if n == 0 { head } else { format!(",{head}") };
+            [Bytes::from(head), request, Bytes::from(tail)]
+        });
+    let chunks = std::iter::once(Bytes::from_static(br#"{"pending":["#))
+        .chain(questions)
+        .chain(std::iter::once(Bytes::from_static(b"]}")));
+    stream::iter(chunks.map(Ok))
 }
 
 /// `POST /api/sessions/{session}/questions/{id}/answer`: the first valid answer wins.
@@ -219,4 +244,100 @@ pub async fn not_found(uri: axum::http::Uri) -> ApiError {
 /// A known `/api` path with the wrong method: 405 as JSON.
 pub async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pending::SharedEvent;
+    use ask_user_core::wire::{AskerKind, PendingListRef, PendingQuestionRef, QuestionRequested};
+    use futures_util::StreamExt;
+    use std::sync::Arc;
+
+    /// Every optional field, non-ASCII text and characters JSON must escape.
+    fn requested(n: u64, asked_by: Option<AskedBy>) -> SharedEvent {
+        let request = AskRequest::from_value(serde_json::json!({"questions": [
+            {"id": "plan", "question": "Ship \"v2\"\\now?\n\tÜber 🚀 \u{7}", "header": "Plan ✓",
+             "detail": "<b>&</b> \u{2028} \r\n", "multi_select": false,
+             "options": [{"label": "Yes (Recommended)", "description": "ja – 是"}, {"label": "No"}],
+             "intent": {"kind": "plan-review", "approve": "Yes (Recommended)"}},
+            {"id": "free", "question": "Anything else?"}
+        ]}))
+        .unwrap();
+        Arc::new(SessionEvent::QuestionRequested(QuestionRequested {
+            id: format!("q_{n:032x}"),
+            session: "s".to_owned(),
+            request,
+            created_at_ms: 1_700_000_000_000 + n,
+            asked_by,
+        }))
+    }
+
+    async fn listed(events: Vec<SharedEvent>) -> String {
+        let listed = events
+            .into_iter()
+            .map(|event| {
+                let SessionEvent::QuestionRequested(q) = &*event else {
+                    unreachable!()
+                };
+                let request_json = serde_json::to_vec(&q.request).unwrap().into();
+                Listed {
+                    event,
+                    request_json,
+                }
+            })
+            .collect();
+        let chunks: Vec<Bytes> = pending_json_chunks(listed)
+            .map(|chunk| chunk.unwrap())
+            .collect()
+            .await;
+        String::from_utf8(chunks.concat()).unwrap()
+    }
+
+    fn serialised(events: &[SharedEvent]) -> String {
+        let pending = events
+            .iter()
+            .map(|event| {
+                let SessionEvent::QuestionRequested(q) = &**event else {
+                    unreachable!()
+                };
+                PendingQuestionRef {
+                    id: &q.id,
+                    request: &q.request,
+                    created_at_ms: q.created_at_ms,
+                    asked_by: q.asked_by.as_ref(),
+                }
+            })
+            .collect();
+        serde_json::to_string(&PendingListRef { pending }).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_streamed_list_is_byte_for_byte_cores_pending_list_serialised() {
+        let asker = AskedBy {
+            kind: AskerKind::Http,
+            name: "agent \"ü\"".to_owned(),
+            version: Some("1.0\n".to_owned()),
+        };
+        let nameless = AskedBy {
+            kind: AskerKind::Cli,
+            name: "cli".to_owned(),
+            version: None,
+        };
+        for events in [
+            vec![],
+            vec![requested(0, Some(asker.clone()))],
+            vec![
+                requested(1, None),
+                requested(2, Some(asker)),
+                requested(3, Some(nameless)),
+            ],
+        ] {
+            let body = listed(events.clone()).await;
+            assert_eq!(body, serialised(&events));
+            // And it reads back as core's owned type.
+            let list: ask_user_core::wire::PendingList = serde_json::from_str(&body).unwrap();
+            assert_eq!(list.pending.len(), events.len());
+        }
+    }
 }

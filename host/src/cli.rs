@@ -68,8 +68,9 @@ pub struct ServeArgs {
     /// answered for an agent that went away); the next ask gets 429.
     #[arg(long, default_value_t = DEFAULT_MAX_PENDING)]
     pub max_pending: usize,
-    /// At most this many bytes of requests (as JSON) are kept at once, in all
-    /// sessions; the next ask gets 429. Default 64 MiB. (One session also
+    /// At most this many bytes of requests are kept at once, in all sessions
+    /// (each counts twice its JSON: parsed, and as JSON for the lists); the
+    /// next ask gets 429. Default 64 MiB. (One session also
     /// holds at most 256 pending questions: what the page shows.)
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_PENDING_BYTES)]
     pub max_pending_bytes: usize,

@@ -29,6 +29,7 @@ use ask_user_core::wire::{
     TranscriptRecord,
 };
 use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
+use bytes::Bytes;
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::BuildHasher;
@@ -91,6 +92,7 @@ pub struct Attachment {
     key: u64,
     bytes: usize,
     event: SharedEvent,
+    json: Bytes,
 }
 
 impl Attachment {
@@ -118,7 +120,8 @@ pub enum PendingLimit {
     /// Questions pending in one session: at most what the page's
     /// questionnaire holds (core's `limits::MAX_PENDING_PER_SESSION`).
     PerSession(usize),
-    /// `--max-pending-bytes`: bytes of requests (as canonical JSON) kept at once.
+    /// `--max-pending-bytes`: bytes of requests kept at once (each twice its
+    /// canonical JSON: parsed, and the JSON kept for lists).
     Bytes(usize),
 }
 
@@ -132,6 +135,16 @@ pub enum RegisterError {
         /// The limit.
         limit: PendingLimit,
     },
+}
+
+/// A pending question as a list shows it: its `question/requested` event and
+/// its request as canonical JSON (what `serde_json` writes for it), both shared.
+#[derive(Debug, Clone)]
+pub struct Listed {
+    /// The `question/requested` event.
+    pub event: SharedEvent,
+    /// `serde_json::to_vec(&request)` of the event's request.
+    pub request_json: Bytes,
 }
 
 /// A new subscriber's view of a session: what to replay, then what comes live.
@@ -246,6 +259,20 @@ pub trait PendingStore: Send + Sync + 'static {
     /// caller serialises them after the table's lock is released).
     fn pending_events(&self, session: &str) -> Vec<SharedEvent>;
 
+    /// [`PendingStore::pending_events`] with each request's canonical JSON,
+    /// shared: a list written from them copies bytes and serialises no request.
+    fn pending_listed(&self, session: &str) -> Vec<Listed> {
+        self.pending_events(session)
+            .into_iter()
+            .map(|event| Listed {
+                request_json: serde_json::to_vec(&question(&event).request)
+                    .expect("requests always serialise")
+                    .into(),
+                event,
+            })
+            .collect()
+    }
+
     /// The pending questions of `session`, oldest first (copied).
     fn snapshot(&self, session: &str) -> Vec<QuestionRequested> {
         self.pending_events(session)
@@ -306,7 +333,7 @@ pub trait PendingStore: Send + Sync + 'static {
         vec![PendingLimit::Total(self.max_kept())]
     }
 
-    /// Bytes of requests (as canonical JSON) kept now, pending and held.
+    /// Bytes of requests kept now, pending and held (each twice its canonical JSON).
     fn pending_bytes(&self) -> usize {
         0
     }
@@ -361,10 +388,12 @@ enum Waiting {
 struct Entry {
     seq: u64,
     key: u64,
-    /// The request's size as canonical JSON, counted against the byte budget.
+    /// What the entry costs against the byte budget ([`entry_bytes`]).
     bytes: usize,
     /// The `question/requested` event, kept as sent (replayed as is).
     event: SharedEvent,
+    /// The request as canonical JSON, written into every list as is.
+    json: Bytes,
     waiting: Waiting,
 }
 
@@ -374,8 +403,15 @@ struct Held {
     key: u64,
     bytes: usize,
     event: SharedEvent,
+    json: Bytes,
     resolution: Resolution,
     until: Instant,
+}
+
+/// What a pending entry costs against `--max-pending-bytes`: its request
+/// twice, parsed (about its JSON's size) and as the JSON kept for lists.
+fn entry_bytes(request_json: &[u8]) -> usize {
+    2 * request_json.len()
 }
 
 fn question(event: &SessionEvent) -> &QuestionRequested {
@@ -639,7 +675,7 @@ impl Table {
                 self.hold(
                     session,
                     (entry.seq, entry.key, entry.bytes),
-                    entry.event,
+                    (entry.event, entry.json),
                     resolution,
                     grace,
                 );
@@ -654,7 +690,7 @@ impl Table {
         &mut self,
         session: &str,
         (seq, key, bytes): (u64, u64, usize),
-        event: SharedEvent,
+        (event, json): (SharedEvent, Bytes),
         resolution: Resolution,
         grace: Duration,
     ) {
@@ -677,6 +713,7 @@ impl Table {
                 key,
                 bytes,
                 event,
+                json,
                 resolution,
                 until,
             },
@@ -739,7 +776,7 @@ pub struct StoreConfig {
     /// The most questions pending in one session; never more than core's
     /// `limits::MAX_PENDING_PER_SESSION` (what the page holds).
     pub max_per_session: usize,
-    /// The most bytes of requests (canonical JSON) kept at once.
+    /// The most bytes of requests kept at once (each twice its canonical JSON).
     pub max_bytes: usize,
 }
 
@@ -823,10 +860,11 @@ impl MemoryStore {
     }
 
     /// The reattach key of a validated request, a hash of its canonical JSON
-    /// (matches are confirmed by comparing the requests), and that JSON's size.
-    fn key_of(&self, request: &AskRequest) -> (u64, usize) {
-        let canonical = serde_json::to_string(request).expect("requests always serialise");
-        (self.hasher.hash_one(&canonical), canonical.len())
+    /// (matches are confirmed by comparing the requests), and that JSON, kept
+    /// with the entry so no list serialises the request again.
+    fn key_of(&self, request: &AskRequest) -> (u64, Bytes) {
+        let canonical = serde_json::to_vec(request).expect("requests always serialise");
+        (self.hasher.hash_one(&canonical), Bytes::from(canonical))
     }
 
     /// The limit one more question of `bytes` in `session` would break.
@@ -864,7 +902,8 @@ impl PendingStore for MemoryStore {
     fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError> {
         let session = question.session.clone();
         let session = session.as_str();
-        let (key, bytes) = self.key_of(&question.request);
+        let (key, json) = self.key_of(&question.request);
+        let bytes = entry_bytes(&json);
         let (reply, waiter) = oneshot::channel();
         let mut table = self.lock();
         if table.closed {
@@ -893,6 +932,7 @@ impl PendingStore for MemoryStore {
                         key,
                         bytes: held.bytes,
                         event: held.event,
+                        json: held.json,
                     },
                     waiter,
                     found: Found::Collected,
@@ -905,6 +945,7 @@ impl PendingStore for MemoryStore {
             };
             entry.waiting = Waiting::Attached { number, reply };
             let event = entry.event.clone();
+            let json = entry.json.clone();
             let bytes = entry.bytes;
             slot.send(SessionEvent::QuestionAttached(QuestionRef {
                 id: id.clone(),
@@ -918,6 +959,7 @@ impl PendingStore for MemoryStore {
                     key,
                     bytes,
                     event,
+                    json,
                 },
                 waiter,
                 found: Found::Reattached,
@@ -945,11 +987,13 @@ impl PendingStore for MemoryStore {
                 key,
                 bytes,
                 event: event.clone(),
+                json: json.clone(),
                 waiting: Waiting::Attached { number, reply },
             },
         );
-        // Only now, with the entry in place, may anyone see the question.
-        slot.tx.send(&event, bytes);
+        // Only now, with the entry in place, may anyone see the question (its
+        // weight in a stream's budget is what the stream sends: about its JSON).
+        slot.tx.send(&event, json.len());
         Ok(Registered {
             attachment: Attachment {
                 id,
@@ -958,6 +1002,7 @@ impl PendingStore for MemoryStore {
                 key,
                 bytes,
                 event,
+                json,
             },
             waiter,
             found: Found::New,
@@ -979,7 +1024,8 @@ impl PendingStore for MemoryStore {
         }
         for question in restored.pending {
             let session = question.session.clone();
-            let (key, bytes) = self.key_of(&question.request);
+            let (key, json) = self.key_of(&question.request);
+            let bytes = entry_bytes(&json);
             let id = question.id.clone();
             table
                 .logs
@@ -998,6 +1044,7 @@ impl PendingStore for MemoryStore {
                     key,
                     bytes,
                     event: Arc::new(SessionEvent::QuestionRequested(question)),
+                    json,
                     waiting: Waiting::Detached { until },
                 },
             );
@@ -1009,12 +1056,19 @@ impl PendingStore for MemoryStore {
         }
         for (question, answer) in restored.held {
             let session = question.session.clone();
-            let (key, bytes) = self.key_of(&question.request);
+            let (key, json) = self.key_of(&question.request);
+            let bytes = entry_bytes(&json);
             let seq = table.next_seq;
             table.next_seq += 1;
             let resolution = answer.map_or(Resolution::Cancelled, Resolution::Answered);
             let event = Arc::new(SessionEvent::QuestionRequested(question));
-            table.hold(&session, (seq, key, bytes), event, resolution, grace);
+            table.hold(
+                &session,
+                (seq, key, bytes),
+                (event, json),
+                resolution,
+                grace,
+            );
         }
         table.inbox.send_replace(());
         drop(table);
@@ -1084,9 +1138,10 @@ impl PendingStore for MemoryStore {
                 key,
                 bytes,
                 event,
+                json,
                 ..
             } = attachment;
-            table.hold(session, (seq, key, bytes), event, resolution, grace);
+            table.hold(session, (seq, key, bytes), (event, json), resolution, grace);
             self.grace_started.notify_one();
         }
     }
@@ -1168,13 +1223,26 @@ impl PendingStore for MemoryStore {
     }
 
     fn pending_events(&self, session: &str) -> Vec<SharedEvent> {
+        self.pending_listed(session)
+            .into_iter()
+            .map(|listed| listed.event)
+            .collect()
+    }
+
+    fn pending_listed(&self, session: &str) -> Vec<Listed> {
         let table = self.lock();
         let Some(slot) = table.sessions.get(session) else {
             return Vec::new();
         };
         slot.order
             .values()
-            .map(|id| slot.entries[id].event.clone())
+            .map(|id| {
+                let entry = &slot.entries[id];
+                Listed {
+                    event: entry.event.clone(),
+                    request_json: entry.json.clone(),
+                }
+            })
             .collect()
     }
 

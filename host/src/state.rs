@@ -50,8 +50,8 @@ pub struct HostConfig {
     /// At most this many questions are kept at once (`--max-pending`):
     /// attached, detached, and resolutions held for an asker that went away.
     pub max_pending: usize,
-    /// At most this many bytes of requests (as canonical JSON) are kept at
-    /// once (`--max-pending-bytes`).
+    /// At most this many bytes of requests are kept at once, each counted
+    /// twice its canonical JSON (`--max-pending-bytes`).
     pub max_pending_bytes: usize,
     /// At most this many event streams are open at once (`--max-streams`).
     pub max_streams: usize,

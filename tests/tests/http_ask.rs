@@ -791,3 +791,56 @@ async fn a_detached_question_counts_against_max_pending_but_its_own_repost_alway
     let (status, body) = within("the reattached ask", again).await.unwrap();
     assert_eq!((status, body), (StatusCode::OK, answer_postgres()));
 }
+
+#[tokio::test]
+async fn the_pending_list_is_byte_for_byte_cores_pending_list_serialised() {
+    use ask_user_core::wire::{AGENT_HEADER, PendingList, PendingQuestion};
+    let host = TestHost::start().await;
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    // Every optional field, non-ASCII text and characters JSON must escape.
+    let full = json!({"questions": [
+        {"id": "plan", "question": "Ship \"v2\"\\now?\n\tÜber 🚀 \u{7}", "header": "Plan ✓",
+         "detail": "<b>&</b> \u{2028} \r\n", "multi_select": false,
+         "options": [{"label": "Yes (Recommended)", "description": "ja – 是"}, {"label": "No"}],
+         "intent": {"kind": "plan-review", "approve": "Yes (Recommended)"}},
+        {"id": "free", "question": "Anything else?"}
+    ]});
+    let named = host
+        .authed(reqwest::Method::POST, "/api/sessions/s1/ask")
+        .header(AGENT_HEADER, "agent-ü/1.0")
+        .body(full.to_string())
+        .send();
+    let named = tokio::spawn(named);
+    let first = tab.requested().await;
+    let nameless = host.ask("s1", "", &pick_one());
+    let second = tab.requested().await;
+    assert!(first.asked_by.is_some() && second.asked_by.is_none());
+
+    let body = host
+        .authed(reqwest::Method::GET, "/api/sessions/s1/questions")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let expected = PendingList {
+        pending: [first, second]
+            .into_iter()
+            .map(|q| PendingQuestion {
+                id: q.id,
+                request: q.request,
+                created_at_ms: q.created_at_ms,
+                asked_by: q.asked_by,
+            })
+            .collect(),
+    };
+    assert_eq!(
+        expected.pending[0].request,
+        AskRequest::from_value(full).unwrap()
+    );
+    assert_eq!(body, serde_json::to_string(&expected).unwrap());
+    named.abort();
+    nameless.abort();
+}

@@ -667,7 +667,8 @@ fn one_question_past_the_per_session_cap_is_refused_naming_that_limit_while_othe
 
 #[test]
 fn requests_are_counted_in_bytes_until_their_question_and_any_held_resolution_are_gone() {
-    let one = serde_json::to_string(&request(0)).unwrap().len();
+    // Parsed, and kept as JSON for the lists: twice the request's JSON.
+    let one = 2 * serde_json::to_string(&request(0)).unwrap().len();
     let store = MemoryStore::with_config(StoreConfig {
         max_bytes: 2 * one + one / 2,
         detach_grace: GRACE,
@@ -716,4 +717,24 @@ fn a_subscriber_that_stops_reading_pins_at_most_its_byte_budget_of_messages() {
         matches!(stalled.try_recv(), Err(TryRecvError::Lagged(_))),
         "told to re-sync"
     );
+}
+
+#[test]
+fn a_listed_question_carries_its_requests_json_as_serde_json_writes_it() {
+    let store = MemoryStore::new();
+    let _first = store.register("s", request(0), None).unwrap();
+    let _second = store.register("s", request(1), None).unwrap();
+    let listed = store.pending_listed("s");
+    assert_eq!(listed.len(), 2);
+    for (n, listed) in listed.iter().enumerate() {
+        let SessionEvent::QuestionRequested(q) = &*listed.event else {
+            panic!("a listed event is a question/requested");
+        };
+        assert_eq!(q.request, request(n));
+        assert_eq!(
+            listed.request_json,
+            serde_json::to_vec(&request(n)).unwrap()
+        );
+    }
+    assert!(store.pending_listed("t").is_empty());
 }
