@@ -13,7 +13,7 @@
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! use ask_user_host::{AppState, HostConfig, random_token, serve};
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let listener = ask_user_host::server::bind("127.0.0.1:0".parse().unwrap())?;
 //! let port = listener.local_addr()?.port();
 //! let state = AppState::new(HostConfig::new(random_token(), port));
 //! let shutdown = state.shutdown_handle();

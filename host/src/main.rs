@@ -68,9 +68,8 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     if !args.addr.ip().is_loopback() {
         tracing::warn!(addr = %args.addr, "binding a non-loopback address: the token is all that protects the host");
     }
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
+    let listener =
+        server::bind(args.addr).map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let config = args.config(addr.port())?;
     match &config.dist {

@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
@@ -67,6 +67,14 @@ pub const RESERVED_DESCRIPTORS: u64 = 128;
 /// about 30 KiB of resident memory), and it is far more than a person's tabs
 /// and agents need at once.
 pub const MAX_DEFAULT_CONNECTIONS: usize = 1024;
+
+/// The listen backlog: how many connections the kernel completes and holds
+/// for the accept loop (capped by `net.core.somaxconn`, 4096 by default). At
+/// the 128 that tokio (like std) uses, a burst of a few hundred connects, or
+/// a queue behind a host out of descriptors, overflows it; the kernel then
+/// drops SYNs and handshake ACKs, and a page or agent's connect waits for
+/// retransmits (1 s, 3 s, 7 s...) before the host even sees it.
+pub const LISTEN_BACKLOG: u32 = 1024;
 
 /// How often the accept loop reports the same trouble (the cap reached,
 /// descriptors exhausted): once per interval, with a count.
@@ -120,6 +128,22 @@ pub fn connections_for_descriptors(limit: u64) -> usize {
     let reserved = RESERVED_DESCRIPTORS.min(limit / 2);
     let usable = limit.saturating_sub(reserved).max(1);
     usize::try_from(usable).map_or(MAX_DEFAULT_CONNECTIONS, |n| n.min(MAX_DEFAULT_CONNECTIONS))
+}
+
+/// A listener on `addr` with [`LISTEN_BACKLOG`] (what `ask-user serve` binds;
+/// `tokio::net::TcpListener::bind` does the same with a backlog of 128).
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As tokio does: a restarted host rebinds its port at once (not on
+    // Windows, where this would let another process take the port).
+    #[cfg(not(windows))]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves `router` on `listener` with `limits` until `state`'s shutdown fires,
@@ -536,6 +560,26 @@ mod tests {
         assert_eq!(connections_for_descriptors(20_000), MAX_DEFAULT_CONNECTIONS);
         assert_eq!(connections_for_descriptors(100), 50);
         assert_eq!(connections_for_descriptors(0), 1);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_burst_of_connects_beyond_tokios_backlog_of_128_waits_in_the_listen_queue_whole() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Nothing accepts while they connect: past a full queue the kernel
+        // drops the SYN and the connect hangs on retransmits (hence the guard).
+        let burst = futures_util::future::join_all((0..200).map(|_| TcpStream::connect(addr)));
+        let clients = tokio::time::timeout(Duration::from_secs(10), burst)
+            .await
+            .expect("every connect completes without waiting for a retransmit");
+        assert!(clients.iter().all(Result::is_ok));
+        for _ in 0..clients.len() {
+            tokio::time::timeout(Duration::from_secs(10), listener.accept())
+                .await
+                .expect("every connection reached the accept queue")
+                .unwrap();
+        }
     }
 
     fn peer() -> SocketAddr {

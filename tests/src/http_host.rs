@@ -323,6 +323,20 @@ impl EventStream {
             other => panic!("expected question/resolved, got {other:?}"),
         }
     }
+    /// Waits for `id`'s `question/resolved`, letting one `question/detached`
+    /// of it come first: a client that cancels may drop the call's stream a
+    /// moment before its `notifications/cancelled` arrives, and the host
+    /// detaches and then aborts (its hang-up linger).
+    pub async fn resolved_maybe_after_detach(
+        &mut self,
+        id: &str,
+    ) -> ask_user_core::wire::QuestionResolved {
+        match self.next().await.session_event() {
+            SessionEvent::QuestionDetached(detached) if detached.id == id => self.resolved().await,
+            SessionEvent::QuestionResolved(resolved) => resolved,
+            other => panic!("expected question/resolved, got {other:?}"),
+        }
+    }
 }
 
 /// Asserts an error response: its status, its machine code, and that its

@@ -39,11 +39,6 @@ fn start(extra: &[&str]) -> HostProcess {
     HostProcess::start(&page_dir(), extra).expect("the host starts and prints its URL")
 }
 
-/// How many descriptors the host process holds open.
-fn open_descriptors(host: &HostProcess) -> usize {
-    std::fs::read_dir(format!("/proc/{}/fd", host.pid())).map_or(0, |dir| dir.count())
-}
-
 fn addr(host: &HostProcess) -> String {
     host.origin().trim_start_matches("http://").to_owned()
 }
@@ -231,34 +226,31 @@ async fn page_and_agent_round_trip(host: &HostProcess, session: &str) {
 async fn the_page_and_an_agent_keep_working_while_another_process_holds_1100_idle_and_trickling_sockets()
  {
     // The default cap (1,024 less 128) is reached first.
-    withstand_the_siege(&[], 850, "connection limit reached").await;
+    withstand_the_siege(&[], "connection limit reached").await;
 }
 
 #[tokio::test]
 async fn with_a_cap_above_the_descriptor_limit_running_out_of_descriptors_starves_no_one_either() {
     // Every descriptor is taken first.
-    withstand_the_siege(
-        &["--max-connections", "5000"],
-        1024,
-        "out of file descriptors",
-    )
-    .await;
+    withstand_the_siege(&["--max-connections", "5000"], "out of file descriptors").await;
 }
 
 /// 1,100 idle and trickling sockets against a host limited to 1,024
 /// descriptors (the usual limit), then a page + agent round trip and a
-/// SIGTERM. The siege has taken hold when the host holds `saturated`
-/// descriptors; `logged` names what the host reports about it.
-async fn withstand_the_siege(extra: &[&str], saturated: usize, logged: &str) {
+/// SIGTERM. The siege has taken hold when the host reports `logged` (the cap
+/// reached, or every descriptor taken).
+async fn withstand_the_siege(extra: &[&str], logged: &str) {
     rlimit::increase_nofile_limit(8192).expect("room for the siege's sockets in this process");
     let mut host = HostProcess::start_limited(&page_dir(), extra, Some(1024))
         .expect("the host starts and prints its URL");
     let besieged = Instant::now();
     let siege = Siege::start(&addr(&host), 550, 550, Duration::from_millis(500)).await;
     // Connecting completes in the kernel; wait until the host has taken the
-    // siege in.
-    within("the host to accept the siege", async {
-        while open_descriptors(&host) < saturated {
+    // siege in up to its limit. (Not a count of its descriptors: out of
+    // descriptors, the host closes some to make room, so the count touches
+    // the limit only for moments a poll can miss.)
+    within("the host to report the siege reached its limit", async {
+        while !host.stderr().contains(logged) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
@@ -274,11 +266,6 @@ async fn withstand_the_siege(extra: &[&str], saturated: usize, logged: &str) {
     .await
     .expect("a page and agent round trip during the siege, before any timeout");
     assert!(host.is_running());
-    assert!(
-        host.stderr().contains(logged),
-        "the siege reached the limit: {}",
-        host.stderr()
-    );
 
     // And the siege does not hold the shutdown either.
     let asked_to_stop = Instant::now();

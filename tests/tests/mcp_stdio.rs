@@ -336,7 +336,7 @@ async fn cancelling_the_call_on_stdio_aborts_the_question_in_the_host() {
         .cancel(Some("changed my mind".to_owned()))
         .await
         .unwrap();
-    let resolved = tab.resolved().await;
+    let resolved = tab.resolved_maybe_after_detach(&asked.id).await;
     assert_eq!(resolved.id, asked.id);
     assert_eq!(resolved.outcome, Outcome::Aborted);
     assert!(host.pending_ids("c").await.is_empty());

@@ -3,7 +3,7 @@
 //! lives here: every decision is core's `apply`, every shown fact core's `view`.
 
 use crate::i18n::{Lang, Texts, use_locale};
-use crate::markdown::{self, Markdown};
+use crate::markdown::Markdown;
 use crate::session::QuestionSession;
 use crate::slot::{ComposerSlotContext, QUESTION_ENTRY, use_composer_slot};
 use ask_user_core::keys::{Ime, Key, KeyInput, KeyTarget, sends_message};
@@ -158,6 +158,39 @@ pub(crate) fn key_input(ev: &web_sys::KeyboardEvent) -> KeyInput {
         is_composing: ev.is_composing(),
         key_code: ev.key_code(),
         target: KeyTarget::from_dom(&tag, is_option),
+    }
+}
+
+/// A message box's keys (the normal composer's and "Reply instead"): the IME
+/// composition events and a keydown that runs `send` when core's
+/// [`sends_message`] says Enter sends. Spread it onto the `<textarea>`:
+/// `<textarea {..enter_sends(send, false)} />`. With `keys_stay_here`, no
+/// keydown reaches the elements around it (the batch's keys are not the
+/// reply's).
+pub(crate) fn enter_sends(
+    send: impl Fn() + 'static,
+    keys_stay_here: bool,
+) -> impl leptos::attr::Attribute {
+    let ime = StoredValue::new(Ime::default());
+    view! {
+        <{..}
+            on:compositionstart=move |_| ime.update_value(Ime::composition_start)
+            on:compositionend=move |_| {
+                ime.update_value(Ime::composition_end);
+                set_timeout(move || ime.update_value(Ime::tick), Duration::ZERO);
+            }
+            on:blur=move |_| ime.update_value(Ime::blur)
+            on:keydown=move |ev: web_sys::KeyboardEvent| {
+                if keys_stay_here {
+                    ev.stop_propagation();
+                }
+                let key = key_input(&ev);
+                if ime.try_update_value(|ime| sends_message(ime, &key)).unwrap_or(false) {
+                    ev.prevent_default();
+                    send();
+                }
+            }
+        />
     }
 }
 
@@ -390,7 +423,6 @@ fn Item(
 fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl IntoView {
     let vm = session.view_model();
     let text_id = format!("auq-{uid}-reply");
-    let ime = StoredValue::new(Ime::default());
     let reply_ref = NodeRef::<html::Textarea>::new();
     // As for the item's box: follow the state without touching what is typed.
     Effect::new(move |_| {
@@ -423,21 +455,8 @@ fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl
                 on:input=move |ev| {
                     session.dispatch(Action::ReplyEdited { text: event_target_value(&ev) });
                 }
-                on:compositionstart=move |_| ime.update_value(Ime::composition_start)
-                on:compositionend=move |_| {
-                    ime.update_value(Ime::composition_end);
-                    set_timeout(move || ime.update_value(Ime::tick), Duration::ZERO);
-                }
-                on:blur=move |_| ime.update_value(Ime::blur)
-                on:keydown=move |ev: web_sys::KeyboardEvent| {
-                    // The batch's keys (Enter submits, digits choose) are not the reply's.
-                    ev.stop_propagation();
-                    let key = key_input(&ev);
-                    if ime.try_update_value(|ime| sends_message(ime, &key)).unwrap_or(false) {
-                        ev.prevent_default();
-                        session.dispatch(Action::SendReply);
-                    }
-                }
+                // The batch's keys (Enter submits, digits choose) are not the reply's.
+                {..enter_sends(move || session.dispatch(Action::SendReply), true)}
             ></textarea>
             <div class="auq-reply__actions">
                 <button
@@ -654,15 +673,12 @@ fn PlanReview(
     let button = |hook, class, label, action| {
         view! { <ActionButton session hook class label enabled=editable action /> }
     };
-    let plan_ref = NodeRef::<html::Div>::new();
-    let plan = panel.plan;
-    plan_ref.on_load(move |el| markdown::render_markdown(&el, &plan));
     let heading = format!("auq-{uid}-plan");
     let labelledby = heading.clone();
     view! {
         <div class="auq-plan" data-auq="plan-review" tabindex="-1" aria-labelledby=labelledby>
             <h2 class="auq-question" id=heading>{panel.question}</h2>
-            <div class="auq-plan__body auq-markdown" data-auq="plan" node_ref=plan_ref></div>
+            <Markdown text=panel.plan class="auq-plan__body" attr:data-auq="plan" />
             <StatusLine session texts />
             <footer class="auq-footer auq-footer--plan">
                 {button("chat", "auq-btn auq-btn--quiet", texts.chat_about_it.into(), Action::ChatAboutIt)}

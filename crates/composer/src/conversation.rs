@@ -2,14 +2,13 @@
 //! composer ("Message" + "Send"), and [`Conversation`], which puts them and the
 //! question composer together in one keyed composer slot.
 
-use crate::composer::{QuestionComposer, key_input};
+use crate::composer::{QuestionComposer, enter_sends};
 use crate::i18n::{Lang, Texts, use_locale};
 use crate::markdown::Markdown;
 use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_stream_with};
 use crate::slot::{ComposerSlot, use_composer_slot};
 use crate::transport::{StreamStatus, Transport};
 use ask_user_core::SessionId;
-use ask_user_core::keys::{Ime, sends_message};
 use ask_user_core::transcript::{RecordAnswer, RecordView, record_view};
 use ask_user_core::wire::{MessageCreated, Outcome, Role, TranscriptEntry};
 use leptos::either::Either;
@@ -149,7 +148,6 @@ pub fn MessageComposer(
         .unwrap_or_else(|| use_locale().texts());
     let slot = use_composer_slot();
     let (text, set_text) = signal(String::new());
-    let ime = StoredValue::new(Ime::default());
     let input = NodeRef::<html::Textarea>::new();
     if let Some(slot) = slot {
         // The slot came back: take focus (after the render that un-hides us).
@@ -195,19 +193,7 @@ pub fn MessageComposer(
                 node_ref=input
                 prop:value=move || text.get()
                 on:input=move |ev| set_text.set(event_target_value(&ev))
-                on:compositionstart=move |_| ime.update_value(Ime::composition_start)
-                on:compositionend=move |_| {
-                    ime.update_value(Ime::composition_end);
-                    set_timeout(move || ime.update_value(Ime::tick), Duration::ZERO);
-                }
-                on:blur=move |_| ime.update_value(Ime::blur)
-                on:keydown=move |ev: web_sys::KeyboardEvent| {
-                    let key = key_input(&ev);
-                    if ime.try_update_value(|ime| sends_message(ime, &key)).unwrap_or(false) {
-                        ev.prevent_default();
-                        send();
-                    }
-                }
+                {..enter_sends(send, false)}
             ></textarea>
             <button type="submit" class="auq-btn auq-btn--primary" data-auq="send" disabled=move || disabled.get()>
                 {texts.send}

@@ -1147,6 +1147,16 @@ async fn reply_instead_sends_the_answers_so_far_and_the_message_and_enter_in_it_
     assert_eq!(accessible_name(&reply), "Your reply");
     type_into(&reply, "Let us talk first.");
     settle().await;
+    // The batch's keys (Enter submits, digits choose) never see the reply's.
+    let bubbled = std::rc::Rc::new(std::cell::Cell::new(0));
+    let count_bubbled = {
+        let bubbled = bubbled.clone();
+        wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || bubbled.set(bubbled.get() + 1))
+    };
+    let panel = page.q("[data-auq=reply-box]").parent_element().unwrap();
+    panel
+        .add_event_listener_with_callback("keydown", count_bubbled.as_ref().unchecked_ref())
+        .unwrap();
     assert!(
         !keydown_with(
             &reply,
@@ -1173,6 +1183,10 @@ async fn reply_instead_sends_the_answers_so_far_and_the_message_and_enter_in_it_
     assert!(host_posts(&page).is_empty(), "{:?}", host_posts(&page));
     assert!(keydown_with(&reply, "Enter", KeyOpts::default()));
     settle().await;
+    assert_eq!(bubbled.get(), 0, "a keydown left the reply box");
+    panel
+        .remove_event_listener_with_callback("keydown", count_bubbled.as_ref().unchecked_ref())
+        .unwrap();
     let posted: Vec<serde_json::Value> = answers(&page.host.posts())
         .iter()
         .map(|(id, batch)| serde_json::json!({"id": id, "batch": batch}))

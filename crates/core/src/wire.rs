@@ -329,6 +329,54 @@ pub struct SessionList {
     pub sessions: Vec<SessionEntry>,
 }
 
+/// The SSE side of an event enum whose every variant holds one payload:
+/// `name`, `data`, `parse` and `from_deserializer`, from one table of variants
+/// and their event names, so that every stream reads and writes its frames
+/// the same way.
+macro_rules! sse_event {
+    ($event:ident { $($variant:ident => $name:ident),+ $(,)? }) => {
+        impl $event {
+            /// The SSE event name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Self::$variant(_) => $name,)+
+                }
+            }
+
+            /// The SSE data: the payload as compact JSON.
+            pub fn data(&self) -> String {
+                let json = match self {
+                    $(Self::$variant(payload) => serde_json::to_string(payload),)+
+                };
+                json.expect("wire payloads always serialise")
+            }
+
+            /// Reads an event from its SSE name and data; `None` for an
+            /// unknown name (so newer hosts can add events) or data that does
+            /// not parse.
+            pub fn parse(name: &str, data: &str) -> Option<Self> {
+                let mut json = serde_json::Deserializer::from_str(data);
+                let event = Self::from_deserializer(name, &mut json)?;
+                json.end().ok()?;
+                Some(event)
+            }
+
+            /// [`Self::parse`] from any serde deserializer of the data, e.g.
+            /// serde-wasm-bindgen's over the browser's `JSON.parse`, which
+            /// keeps serde_json out of the page's wasm.
+            pub fn from_deserializer<'de, D: serde::Deserializer<'de>>(
+                name: &str,
+                data: D,
+            ) -> Option<Self> {
+                match name {
+                    $($name => Deserialize::deserialize(data).ok().map(Self::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 /// One event of the inbox stream (`GET /api/events`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InboxEvent {
@@ -336,42 +384,9 @@ pub enum InboxEvent {
     Changed(SessionList),
 }
 
-impl InboxEvent {
-    /// The SSE event name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            InboxEvent::Changed(_) => INBOX_CHANGED,
-        }
-    }
-
-    /// The SSE data: the payload as compact JSON.
-    pub fn data(&self) -> String {
-        let json = match self {
-            InboxEvent::Changed(list) => serde_json::to_string(list),
-        };
-        json.expect("wire payloads always serialise")
-    }
-
-    /// Reads an event from its SSE name and data; `None` for an unknown name
-    /// or data that does not parse.
-    pub fn parse(name: &str, data: &str) -> Option<Self> {
-        let mut json = serde_json::Deserializer::from_str(data);
-        let event = Self::from_deserializer(name, &mut json)?;
-        json.end().ok()?;
-        Some(event)
-    }
-
-    /// [`InboxEvent::parse`] from any serde deserializer of the data.
-    pub fn from_deserializer<'de, D: serde::Deserializer<'de>>(
-        name: &str,
-        data: D,
-    ) -> Option<Self> {
-        match name {
-            INBOX_CHANGED => Some(InboxEvent::Changed(Deserialize::deserialize(data).ok()?)),
-            _ => None,
-        }
-    }
-}
+sse_event!(InboxEvent {
+    Changed => INBOX_CHANGED,
+});
 
 /// One event of a session's stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -390,68 +405,14 @@ pub enum SessionEvent {
     QuestionAttached(QuestionRef),
 }
 
-impl SessionEvent {
-    /// The SSE event name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            SessionEvent::QuestionRequested(_) => QUESTION_REQUESTED,
-            SessionEvent::QuestionResolved(_) => QUESTION_RESOLVED,
-            SessionEvent::SessionSynced(_) => SESSION_SYNCED,
-            SessionEvent::MessageCreated(_) => MESSAGE_CREATED,
-            SessionEvent::QuestionDetached(_) => QUESTION_DETACHED,
-            SessionEvent::QuestionAttached(_) => QUESTION_ATTACHED,
-        }
-    }
-
-    /// The SSE data: the payload as compact JSON.
-    pub fn data(&self) -> String {
-        let json = match self {
-            SessionEvent::QuestionRequested(e) => serde_json::to_string(e),
-            SessionEvent::QuestionResolved(e) => serde_json::to_string(e),
-            SessionEvent::SessionSynced(e) => serde_json::to_string(e),
-            SessionEvent::MessageCreated(e) => serde_json::to_string(e),
-            SessionEvent::QuestionDetached(e) | SessionEvent::QuestionAttached(e) => {
-                serde_json::to_string(e)
-            }
-        };
-        json.expect("wire payloads always serialise")
-    }
-
-    /// Reads an event from its SSE name and data; `None` for an unknown name
-    /// (so newer hosts can add events) or data that does not parse.
-    pub fn parse(name: &str, data: &str) -> Option<Self> {
-        let mut json = serde_json::Deserializer::from_str(data);
-        let event = Self::from_deserializer(name, &mut json)?;
-        json.end().ok()?;
-        Some(event)
-    }
-
-    /// [`SessionEvent::parse`] from any serde deserializer of the data, e.g.
-    /// serde-wasm-bindgen's over the browser's `JSON.parse`, which keeps
-    /// serde_json out of the page's wasm.
-    pub fn from_deserializer<'de, D: serde::Deserializer<'de>>(
-        name: &str,
-        data: D,
-    ) -> Option<Self> {
-        Some(match name {
-            QUESTION_REQUESTED => {
-                SessionEvent::QuestionRequested(Deserialize::deserialize(data).ok()?)
-            }
-            QUESTION_RESOLVED => {
-                SessionEvent::QuestionResolved(Deserialize::deserialize(data).ok()?)
-            }
-            SESSION_SYNCED => SessionEvent::SessionSynced(Deserialize::deserialize(data).ok()?),
-            MESSAGE_CREATED => SessionEvent::MessageCreated(Deserialize::deserialize(data).ok()?),
-            QUESTION_DETACHED => {
-                SessionEvent::QuestionDetached(Deserialize::deserialize(data).ok()?)
-            }
-            QUESTION_ATTACHED => {
-                SessionEvent::QuestionAttached(Deserialize::deserialize(data).ok()?)
-            }
-            _ => return None,
-        })
-    }
-}
+sse_event!(SessionEvent {
+    QuestionRequested => QUESTION_REQUESTED,
+    QuestionResolved => QUESTION_RESOLVED,
+    SessionSynced => SESSION_SYNCED,
+    MessageCreated => MESSAGE_CREATED,
+    QuestionDetached => QUESTION_DETACHED,
+    QuestionAttached => QUESTION_ATTACHED,
+});
 
 /// One entry of `GET /api/sessions/{session}/questions`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,16 +5,19 @@
 //! `clientInfo`, forwards the client's progress token (so the host's progress
 //! notifications reach it unchanged, and a call without one gets the host's
 //! wait budget), and turns the client's `notifications/cancelled` into one
-//! upstream, which aborts the question. Everything else (the page, reattach,
+//! upstream, which aborts the question. A call that ends because the client
+//! went away (stdin closed) is not cancelled upstream: it drops with the
+//! process, so the question detaches. Everything else (the page, reattach,
 //! the caps) is the host's.
 
 use super::Target;
 use crate::mcp::tool::INSTRUCTIONS;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
-    ClientConfig, ClientRequest, ContentBlock, GetMeta, Implementation, JsonRpcMessage,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, RequestMetaObject,
-    ServerCapabilities, ServerConfig, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
+    GetMeta, Implementation, JsonRpcMessage, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, RequestId, RequestMetaObject, ServerCapabilities, ServerConfig,
+    ServerResult,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
@@ -25,8 +28,10 @@ use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{
     ClientHandler, ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError, ServiceExt,
 };
+use std::collections::HashMap;
 use std::sync::Arc;
-use tokio::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::{Mutex, oneshot};
 
 /// Where the bridge parks the stdio client's progress token in an upstream
 /// request's `_meta`, for [`ForwardProgressToken`] to put in place of the one
@@ -36,10 +41,82 @@ const FORWARDED_PROGRESS_TOKEN: &str = "ask-user.bridge/progressToken";
 /// The `_meta` key of a progress token.
 const PROGRESS_TOKEN: &str = "progressToken";
 
+/// How long a call whose cancellation token fired waits to learn whether
+/// that was the client's `notifications/cancelled`. rmcp cancels the token
+/// first and then hands the notification to [`ServerHandler::on_cancelled`]
+/// on a task of its own; when the client went away instead, no notification
+/// follows (and the process is exiting).
+const EXPLICIT_CANCEL_GRACE: Duration = Duration::from_secs(2);
+
 /// The stdio MCP server.
 #[derive(Clone)]
 pub struct Bridge {
     link: Arc<Link>,
+    explicit_cancels: Arc<ExplicitCancels>,
+}
+
+/// The calls in flight, each waiting to hear of its explicit cancellation.
+///
+/// rmcp cancels a request's token both for the client's
+/// `notifications/cancelled` and when the input ends (the client went away);
+/// only the first may abort the question upstream.
+#[derive(Default)]
+struct ExplicitCancels {
+    waiting: std::sync::Mutex<HashMap<RequestId, oneshot::Sender<Option<String>>>>,
+}
+
+impl ExplicitCancels {
+    /// Listens for the client cancelling the call `id`; the listening ends
+    /// when the returned guard drops.
+    fn listen(self: &Arc<Self>, id: RequestId) -> CancelListener {
+        let (sender, receiver) = oneshot::channel();
+        self.lock().insert(id.clone(), sender);
+        CancelListener {
+            cancels: self.clone(),
+            id,
+            receiver,
+        }
+    }
+
+    /// The client cancelled the call `id` (a no-op for a call that ended).
+    fn cancelled(&self, id: &RequestId, reason: Option<String>) {
+        if let Some(sender) = self.lock().remove(id) {
+            let _ = sender.send(reason);
+        }
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, oneshot::Sender<Option<String>>>> {
+        // The map stays consistent even if a holder panicked.
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// One call's ear for its explicit cancellation.
+struct CancelListener {
+    cancels: Arc<ExplicitCancels>,
+    id: RequestId,
+    receiver: oneshot::Receiver<Option<String>>,
+}
+
+impl CancelListener {
+    /// The reason the client gave, if it cancelled the call within
+    /// [`EXPLICIT_CANCEL_GRACE`]; `None` when it went away instead.
+    async fn explicit(&mut self) -> Option<Option<String>> {
+        tokio::time::timeout(EXPLICIT_CANCEL_GRACE, &mut self.receiver)
+            .await
+            .ok()?
+            .ok()
+    }
+}
+
+impl Drop for CancelListener {
+    fn drop(&mut self) {
+        self.cancels.lock().remove(&self.id);
+    }
 }
 
 /// The connection to the host, made on first use (when the stdio client's
@@ -53,6 +130,7 @@ impl Bridge {
     /// A bridge to the host `target` names.
     pub fn new(target: Target) -> Self {
         Self {
+            explicit_cancels: Arc::default(),
             link: Arc::new(Link {
                 target,
                 upstream: Mutex::new(None),
@@ -177,6 +255,16 @@ impl ServerHandler for Bridge {
             .with_instructions(INSTRUCTIONS)
     }
 
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Some(id) = &notification.request_id {
+            self.explicit_cancels.cancelled(id, notification.reason);
+        }
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -206,6 +294,7 @@ impl ServerHandler for Bridge {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let theirs = context.meta.get_progress_token();
+        let mut cancel = self.explicit_cancels.listen(context.id.clone());
         // One more try after a lost connection: the host attaches the same
         // call to the question it kept (or, restarted, asks it anew).
         let mut tries_left = 2;
@@ -246,8 +335,14 @@ impl ServerHandler for Bridge {
             let response = tokio::select! {
                 response = &mut handle.rx => response.unwrap_or(Err(ServiceError::TransportClosed)),
                 () = context.ct.cancelled() => {
+                    let Some(reason) = cancel.explicit().await else {
+                        // The client went away: the upstream call drops with
+                        // this process, so the host detaches the question.
+                        return Err(McpError::internal_error("the client went away", None));
+                    };
                     // An explicit end: the host aborts the question.
-                    if let Err(error) = handle.cancel(Some("the client cancelled the call".to_owned())).await {
+                    let reason = reason.unwrap_or_else(|| "the client cancelled the call".to_owned());
+                    if let Err(error) = handle.cancel(Some(reason)).await {
                         tracing::warn!(%error, "could not pass the cancellation on to the host");
                     }
                     return Err(McpError::internal_error("cancelled by the client", None));
