@@ -650,6 +650,43 @@ impl Table {
     /// Keeps `resolution` of the question asked by `event` for the next
     /// identical ask, for `grace` (with no grace an answer is logged as never
     /// delivered instead).
+    /// Puts a new pending question in its session (asked now, or restored
+    /// from the record): the next sequence number, counted against the
+    /// totals, its asker noted in the session's activity. Returns its
+    /// sequence number and `question/requested` event.
+    fn insert_pending(
+        &mut self,
+        question: QuestionRequested,
+        (key, bytes): (u64, usize),
+        waiting: Waiting,
+    ) -> (u64, SharedEvent) {
+        let session = question.session.clone();
+        let id = question.id.clone();
+        self.logs.touch(
+            session.as_str(),
+            question.created_at_ms,
+            question.asked_by.as_ref(),
+        );
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.pending += 1;
+        self.bytes += bytes;
+        let event: SharedEvent = Arc::new(SessionEvent::QuestionRequested(question));
+        let slot = self.session(session.as_str());
+        slot.order.insert(seq, id.clone());
+        slot.entries.insert(
+            id,
+            Entry {
+                seq,
+                key,
+                bytes,
+                event: event.clone(),
+                waiting,
+            },
+        );
+        (seq, event)
+    }
+
     fn hold(
         &mut self,
         session: &str,
@@ -927,29 +964,11 @@ impl PendingStore for MemoryStore {
             return Err(RegisterError::TooManyPending { limit });
         }
         let id = question.id.clone();
-        table
-            .logs
-            .touch(session, question.created_at_ms, question.asked_by.as_ref());
+        let waiting = Waiting::Attached { number, reply };
+        let (seq, event) = table.insert_pending(question, (key, bytes), waiting);
         table.inbox.send_replace(());
-        let event = Arc::new(SessionEvent::QuestionRequested(question));
-        let seq = table.next_seq;
-        table.next_seq += 1;
-        table.pending += 1;
-        table.bytes += bytes;
-        let slot = table.session(session);
-        slot.order.insert(seq, id.clone());
-        slot.entries.insert(
-            id.clone(),
-            Entry {
-                seq,
-                key,
-                bytes,
-                event: event.clone(),
-                waiting: Waiting::Attached { number, reply },
-            },
-        );
         // Only now, with the entry in place, may anyone see the question.
-        slot.tx.send(&event, bytes);
+        table.session(session).tx.send(&event, bytes);
         Ok(Registered {
             attachment: Attachment {
                 id,
@@ -981,27 +1000,10 @@ impl PendingStore for MemoryStore {
             let session = question.session.clone();
             let (key, bytes) = self.key_of(&question.request);
             let id = question.id.clone();
-            table
-                .logs
-                .touch(&session, question.created_at_ms, question.asked_by.as_ref());
-            let seq = table.next_seq;
-            table.next_seq += 1;
-            table.pending += 1;
-            table.bytes += bytes;
             let until = Instant::now() + grace;
-            let slot = table.session(&session);
-            slot.order.insert(seq, id.clone());
-            slot.entries.insert(
-                id.clone(),
-                Entry {
-                    seq,
-                    key,
-                    bytes,
-                    event: Arc::new(SessionEvent::QuestionRequested(question)),
-                    waiting: Waiting::Detached { until },
-                },
-            );
-            slot.index(key, seq);
+            let waiting = Waiting::Detached { until };
+            let (seq, _) = table.insert_pending(question, (key, bytes), waiting);
+            table.session(&session).index(key, seq);
             table.deadlines.insert((until, seq), session.clone());
             if grace.is_zero() {
                 table.resolve(&session, &id, Ended::Expired);
