@@ -743,6 +743,43 @@ impl Table {
     /// Keeps `resolution` of the question asked by `event` for the next
     /// identical ask, for `grace` (with no grace an answer is logged as never
     /// delivered instead).
+    /// Puts a new pending question in its session (asked now, or restored
+    /// from the record): the next sequence number, counted against the
+    /// totals, its asker noted in the session's activity. Returns its
+    /// sequence number and `question/requested` event.
+    fn insert_pending(
+        &mut self,
+        question: QuestionRequested,
+        (key, json, bytes): (u64, Bytes, usize),
+        waiting: Waiting,
+    ) -> (u64, SharedEvent) {
+        let session = question.session.clone();
+        let id = question.id.clone();
+        self.logs.touch(
+            session.as_str(),
+            question.created_at_ms,
+            question.asked_by.as_ref(),
+        );
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.pending += 1;
+        self.bytes += bytes;
+        let event = SharedEvent::requested(question, json);
+        let slot = self.session(session.as_str());
+        slot.order.insert(seq, id.clone());
+        slot.entries.insert(
+            id,
+            Entry {
+                seq,
+                key,
+                bytes,
+                event: event.clone(),
+                waiting,
+            },
+        );
+        (seq, event)
+    }
+
     fn hold(
         &mut self,
         session: &str,
@@ -1022,31 +1059,13 @@ impl PendingStore for MemoryStore {
             return Err(RegisterError::TooManyPending { limit });
         }
         let id = question.id.clone();
-        table
-            .logs
-            .touch(session, question.created_at_ms, question.asked_by.as_ref());
-        table.inbox.send_replace(());
         let weight = json.len();
-        let event = SharedEvent::requested(question, json);
-        let seq = table.next_seq;
-        table.next_seq += 1;
-        table.pending += 1;
-        table.bytes += bytes;
-        let slot = table.session(session);
-        slot.order.insert(seq, id.clone());
-        slot.entries.insert(
-            id.clone(),
-            Entry {
-                seq,
-                key,
-                bytes,
-                event: event.clone(),
-                waiting: Waiting::Attached { number, reply },
-            },
-        );
+        let waiting = Waiting::Attached { number, reply };
+        let (seq, event) = table.insert_pending(question, (key, json, bytes), waiting);
+        table.inbox.send_replace(());
         // Only now, with the entry in place, may anyone see the question (its
         // weight in a stream's budget is what the stream sends: about its JSON).
-        slot.tx.send(&event, weight);
+        table.session(session).tx.send(&event, weight);
         Ok(Registered {
             attachment: Attachment {
                 id,
@@ -1079,27 +1098,10 @@ impl PendingStore for MemoryStore {
             let (key, json) = self.key_of(&question.request);
             let bytes = entry_bytes(&json);
             let id = question.id.clone();
-            table
-                .logs
-                .touch(&session, question.created_at_ms, question.asked_by.as_ref());
-            let seq = table.next_seq;
-            table.next_seq += 1;
-            table.pending += 1;
-            table.bytes += bytes;
             let until = Instant::now() + grace;
-            let slot = table.session(&session);
-            slot.order.insert(seq, id.clone());
-            slot.entries.insert(
-                id.clone(),
-                Entry {
-                    seq,
-                    key,
-                    bytes,
-                    event: SharedEvent::requested(question, json),
-                    waiting: Waiting::Detached { until },
-                },
-            );
-            slot.index(key, seq);
+            let waiting = Waiting::Detached { until };
+            let (seq, _) = table.insert_pending(question, (key, json, bytes), waiting);
+            table.session(&session).index(key, seq);
             table.deadlines.insert((until, seq), session.clone());
             if grace.is_zero() {
                 table.resolve(&session, &id, Ended::Expired);
