@@ -13,12 +13,12 @@ use ask_user_core::{AnswerBatch, AskRequest, SessionId, UserInteractionError};
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
+use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use futures_util::stream;
+use futures_util::{Stream, stream};
 use serde::Deserialize;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -143,17 +143,12 @@ async fn ask(
 /// The table's lock is held only to take the shared entries; the body is then
 /// written from each request's JSON, kept since it was asked, so a list
 /// serialises no request and holds no copy of the table: it hands the shared
-/// bytes to the socket a chunk at a time as the reader takes them. The length
-/// is known up front, so the response carries a `Content-Length`.
+/// bytes to the socket a chunk at a time as the reader takes them.
 async fn list(State(state): State<AppState>, Session(session): Session) -> Response {
-    let chunks = pending_json_chunks(state.store().pending_events(session.as_str()));
-    let length: usize = chunks.iter().map(Bytes::len).sum();
+    let events = state.store().pending_events(session.as_str());
     (
-        [
-            (CONTENT_TYPE, HeaderValue::from_static("application/json")),
-            (CONTENT_LENGTH, HeaderValue::from(length)),
-        ],
-        Body::from_stream(stream::iter(chunks.into_iter().map(Ok::<_, Infallible>))),
+        [(CONTENT_TYPE, "application/json")],
+        Body::from_stream(pending_json_chunks(events)),
     )
         .into_response()
 }
@@ -161,7 +156,9 @@ async fn list(State(state): State<AppState>, Session(session): Session) -> Respo
 /// `{"pending": [...]}` exactly as `serde_json` writes core's `PendingList`
 /// (field order and all), in chunks: per question its id, the shared request
 /// JSON, then its time and asker; only the small parts are serialised here.
-fn pending_json_chunks(events: Vec<SharedEvent>) -> Vec<Bytes> {
+fn pending_json_chunks(
+    events: Vec<SharedEvent>,
+) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let questions = events
         .into_iter()
         .filter_map(|event| {
@@ -178,10 +175,10 @@ fn pending_json_chunks(events: Vec<SharedEvent>) -> Vec<Bytes> {
             let head = if n == 0 { head } else { format!(",{head}") };
             [Bytes::from(head), request, Bytes::from(tail)]
         });
-    std::iter::once(Bytes::from_static(br#"{"pending":["#))
+    let chunks = std::iter::once(Bytes::from_static(br#"{"pending":["#))
         .chain(questions)
-        .chain(std::iter::once(Bytes::from_static(b"]}")))
-        .collect()
+        .chain(std::iter::once(Bytes::from_static(b"]}")));
+    stream::iter(chunks.map(Ok))
 }
 
 /// `POST /api/sessions/{session}/questions/{id}/answer`: the first valid answer wins.
@@ -239,6 +236,7 @@ pub async fn method_not_allowed() -> ApiError {
 mod tests {
     use super::*;
     use ask_user_core::wire::{AskerKind, PendingListRef, PendingQuestionRef, QuestionRequested};
+    use futures_util::StreamExt;
 
     /// Every optional field, non-ASCII text and characters JSON must escape.
     fn requested(n: u64, asked_by: Option<AskedBy>) -> SharedEvent {
@@ -267,7 +265,11 @@ mod tests {
     }
 
     async fn listed(events: Vec<SharedEvent>) -> String {
-        String::from_utf8(pending_json_chunks(events).concat()).unwrap()
+        let chunks: Vec<Bytes> = pending_json_chunks(events)
+            .map(|chunk| chunk.unwrap())
+            .collect()
+            .await;
+        String::from_utf8(chunks.concat()).unwrap()
     }
 
     fn serialised(events: &[SharedEvent]) -> String {
