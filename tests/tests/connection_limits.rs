@@ -59,20 +59,53 @@ async fn get(socket: &mut TcpStream, path: &str, token: Option<&str>) -> u16 {
         assert_eq!(read, 1, "the connection closed before a response");
         head.push(byte[0]);
     }
-    let head = String::from_utf8(head).unwrap();
-    let length: usize = head
-        .lines()
-        .find_map(|l| {
-            l.to_ascii_lowercase()
-                .strip_prefix("content-length:")
-                .map(|v| v.trim().parse().unwrap())
-        })
-        .expect("a Content-Length");
+    let head = String::from_utf8(head).unwrap().to_ascii_lowercase();
+    let length: Option<usize> = head.lines().find_map(|l| {
+        l.strip_prefix("content-length:")
+            .map(|v| v.trim().parse().unwrap())
+    });
+    match length {
+        Some(length) => read_exactly(socket, length).await,
+        // The pending list is written in chunks.
+        None => {
+            assert!(
+                head.contains("transfer-encoding: chunked"),
+                "neither a length nor chunks: {head}"
+            );
+            loop {
+                let size = usize::from_str_radix(read_line(socket).await.trim(), 16).unwrap();
+                read_exactly(socket, size).await;
+                assert_eq!(read_line(socket).await, "", "a chunk ends with CRLF");
+                if size == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    head[9..12].parse().unwrap()
+}
+
+/// Reads `length` bytes of a body from `socket`.
+async fn read_exactly(socket: &mut TcpStream, length: usize) {
     let mut body = vec![0u8; length];
     within("a response body", socket.read_exact(&mut body))
         .await
         .unwrap();
-    head[9..12].parse().unwrap()
+}
+
+/// Reads one CRLF-ended line from `socket`, without its CRLF.
+async fn read_line(socket: &mut TcpStream) -> String {
+    let mut line = Vec::new();
+    while !line.ends_with(b"\r\n") {
+        let mut byte = [0u8; 1];
+        let read = within("a chunk line", socket.read(&mut byte))
+            .await
+            .unwrap();
+        assert_eq!(read, 1, "the connection closed inside a chunked body");
+        line.push(byte[0]);
+    }
+    line.truncate(line.len() - 2);
+    String::from_utf8(line).unwrap()
 }
 
 /// Waits until the host closes `socket` (reading nothing more than `allowed`).
