@@ -149,7 +149,8 @@ async fn an_answer_is_printed_to_stdout_with_exit_0() {
 async fn the_request_can_come_from_a_file_and_the_host_from_the_environment() {
     let host = start(|_| {}).await;
     let mut events = host.state.subscribe(&session("default")).events;
-    let file = std::env::temp_dir().join(format!("ask-user-cli-{}.json", std::process::id()));
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-cli-{}.json", std::process::id()));
     std::fs::write(&file, request().to_string()).unwrap();
     let run = ask(
         &[file.to_str().unwrap()],

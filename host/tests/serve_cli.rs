@@ -33,7 +33,8 @@ impl Served {
 
 /// A data directory of the test's own (never the user's), not yet created.
 fn fresh_data_dir() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("auq-serve-cli-{}", rand::random::<u64>()))
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("auq-serve-cli-{}", rand::random::<u64>()))
 }
 
 async fn serve(args: &[&str], env: &[(&str, &str)]) -> Served {
@@ -150,7 +151,8 @@ const LONG_TOKEN: &str = "a-token-of-28-characters-xyz";
 #[tokio::test]
 async fn the_token_comes_from_a_file_the_environment_or_the_flag_which_warns_that_others_can_read_it()
  {
-    let file = std::env::temp_dir().join(format!("ask-user-serve-cli-{}", std::process::id()));
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-serve-cli-{}", std::process::id()));
     std::fs::write(&file, "from-file-0123456789abcdef\n").unwrap();
     let mut from_file = serve(&["--token-file", file.to_str().unwrap()], &[]).await;
     assert!(
@@ -193,8 +195,8 @@ async fn the_token_comes_from_a_file_the_environment_or_the_flag_which_warns_tha
 
 #[tokio::test]
 async fn a_token_shorter_than_128_bits_is_refused_at_start_whatever_its_source() {
-    let file =
-        std::env::temp_dir().join(format!("ask-user-serve-cli-short-{}", std::process::id()));
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-serve-cli-short-{}", std::process::id()));
     std::fs::write(&file, "s3cret\n").unwrap();
     let file = file.to_str().unwrap().to_owned();
     let sources: [(&[&str], Option<&str>, &str); 3] = [

@@ -11,7 +11,8 @@ use tokio::process::Command;
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn empty_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ask-user-{name}-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }

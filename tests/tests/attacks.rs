@@ -25,7 +25,8 @@ async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
 
 /// A page folder with a recognisable index.html.
 fn page_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ask-user-attacks-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-attacks-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("index.html"),
@@ -454,7 +455,8 @@ async fn fifty_wrong_tokens_in_a_burst_are_throttled_with_retry_after_while_the_
 #[tokio::test]
 async fn the_cookie_is_an_hmac_of_the_token_under_a_key_of_this_run_never_the_token() {
     let token = "cookie-test-token-0123456789abcdef";
-    let file = std::env::temp_dir().join(format!("ask-user-attacks-token-{}", std::process::id()));
+    let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-attacks-token-{}", std::process::id()));
     std::fs::write(&file, format!("{token}\n")).unwrap();
     let path = file.to_str().unwrap();
     let first = start(&["--token-file", path]);

@@ -34,7 +34,8 @@ async fn transfers(e2e: &E2e) -> Vec<(String, f64)> {
 #[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
 async fn the_page_built_into_the_binary_answers_an_agent_under_its_csp_and_a_second_load_fetches_no_wasm()
  {
-    let empty = std::env::temp_dir().join(format!("ask-user-e2e-embedded-{}", std::process::id()));
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-e2e-embedded-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     let e2e = E2e::start_embedded("embedded", &empty, &[]).await;
     let page = e2e.open("default").await;
@@ -91,7 +92,8 @@ async fn the_page_built_into_the_binary_answers_an_agent_under_its_csp_and_a_sec
 #[tokio::test]
 #[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
 async fn agent_markdown_renders_under_the_csp_without_an_exception_and_its_html_stays_text() {
-    let empty = std::env::temp_dir().join(format!("ask-user-e2e-markdown-{}", std::process::id()));
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-e2e-markdown-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     let e2e = E2e::start_embedded("embedded-markdown", &empty, &[]).await;
     e2e.open("default").await;

@@ -46,7 +46,8 @@ fn gzip_decoded(bytes: &[u8]) -> Vec<u8> {
 #[ignore = "browser test: needs the browser tests' environment, the binary built with the page (ASK_USER_E2E_DIST, ASK_USER_BIN), though no browser; `cargo xtask test` runs it"]
 async fn serve_started_in_an_empty_folder_serves_every_file_of_the_build_from_inside_the_binary() {
     let dist = e2e_dist();
-    let empty = std::env::temp_dir().join(format!("ask-user-empty-{}", std::process::id()));
+    let empty = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-empty-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
     let host = HostProcess::start_in(&empty, &[]).expect("the host starts and prints its URL");
     let client = reqwest::Client::new();

@@ -704,7 +704,8 @@ async fn an_enormous_max_pending_is_accepted_as_unbounded() {
 #[tokio::test]
 async fn shutdown_resolves_a_detached_question_and_logs_a_held_answer_as_never_delivered() {
     use ask_user_tests::host_process::HostProcess;
-    let folder = std::env::temp_dir().join(format!("ask-user-held-{}", std::process::id()));
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-held-{}", std::process::id()));
     std::fs::create_dir_all(&folder).unwrap();
     let mut host =
         HostProcess::start_in(&folder, &[]).unwrap_or_else(|e| panic!("the host starts: {e}"));

@@ -156,7 +156,8 @@ async fn an_agent_header_is_cleaned_and_capped_as_display_text() {
 #[tokio::test]
 async fn ask_user_ask_names_itself_as_the_cli_asker() {
     let host = TestHost::start().await;
-    let dir = std::env::temp_dir().join(format!("ask-user-inbox-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-inbox-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("request.json");
     std::fs::write(&file, question("From the shell?").to_string()).unwrap();

@@ -29,8 +29,8 @@ struct Dist {
 
 impl Dist {
     fn new(test: &str) -> Self {
-        let base =
-            std::env::temp_dir().join(format!("ask-user-page-{test}-{}", std::process::id()));
+        let base = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("ask-user-page-{test}-{}", std::process::id()));
         let dist = base.join("dist");
         std::fs::create_dir_all(dist.join("embed")).unwrap();
         let write = |name: &str, bytes: &[u8]| std::fs::write(dist.join(name), bytes).unwrap();

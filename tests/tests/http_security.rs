@@ -129,7 +129,8 @@ async fn the_page_is_served_with_no_referrer() {
 
 #[tokio::test]
 async fn the_page_comes_from_dist_with_an_index_fallback_and_embed_is_served_as_is() {
-    let dist = std::env::temp_dir().join(format!("ask-user-dist-{}", std::process::id()));
+    let dist = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-dist-{}", std::process::id()));
     std::fs::create_dir_all(dist.join("embed")).unwrap();
     std::fs::write(dist.join("index.html"), "<p>the app</p>").unwrap();
     std::fs::write(dist.join("app.js"), "console.log(1)").unwrap();

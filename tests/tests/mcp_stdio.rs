@@ -33,7 +33,7 @@ fn answer() -> Value {
 
 /// A fresh, empty directory under the temporary directory.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "auq-mcp-stdio-{name}-{}-{:x}",
         std::process::id(),
         std::time::SystemTime::now()

@@ -24,7 +24,8 @@ async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
 }
 
 fn start(extra: &[&str]) -> HostProcess {
-    let dir = std::env::temp_dir().join(format!("ask-user-memory-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("ask-user-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("index.html"), "<!doctype html><p>page</p>").unwrap();
     HostProcess::start(&PathBuf::from(&dir), extra).expect("the host starts and prints its URL")

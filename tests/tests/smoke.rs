@@ -25,7 +25,7 @@ async fn release_build_renders_on_the_real_host_without_page_errors() {
         .expect("the page can be inspected");
     let text = browser.body_text().await.unwrap_or_default();
     if render.element.is_none() || !render.errors.is_empty() {
-        let shot = std::env::temp_dir().join("ask-user-smoke.png");
+        let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("ask-user-smoke.png");
         if browser.screenshot(&shot).await.is_ok() {
             eprintln!("screenshot of the page: {}", shot.display());
         }

@@ -19,7 +19,7 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!(
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "ask-user-{name}-{}-{:08x}",
             std::process::id(),
             rand_u32()
