@@ -449,7 +449,8 @@ async fn with_no_host_three_started_at_once_start_one_host_that_keeps_its_token_
     use std::os::unix::fs::PermissionsExt;
     let base = temp_dir("autostart");
     let data_dir = base.join("data");
-    let _stop = StopHosts(data_dir.clone());
+    // The data directory is inside `base`: both go, with the hosts.
+    let _stop = StopHosts(base.clone());
     let url = format!("http://127.0.0.1:{}", free_port());
     // Three rather than two: without the lock, the race to start is lost
     // far more often than not.

@@ -28,7 +28,7 @@ use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{
     ClientHandler, ErrorData as McpError, Peer, RoleServer, ServerHandler, ServiceError, ServiceExt,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, oneshot};
@@ -62,15 +62,38 @@ pub struct Bridge {
 /// only the first may abort the question upstream.
 #[derive(Default)]
 struct ExplicitCancels {
-    waiting: std::sync::Mutex<HashMap<RequestId, oneshot::Sender<Option<String>>>>,
+    calls: std::sync::Mutex<Calls>,
 }
+
+/// The map behind [`ExplicitCancels`].
+#[derive(Default)]
+struct Calls {
+    waiting: HashMap<RequestId, oneshot::Sender<Option<String>>>,
+    /// Cancellations that came before their call started listening (rmcp runs
+    /// the call and the notification on tasks of their own, in either order),
+    /// or after it ended; the newest [`EARLY_CANCELS_KEPT`].
+    early: VecDeque<(RequestId, Option<String>)>,
+}
+
+/// How many cancellations of calls not (or no longer) listening are kept.
+const EARLY_CANCELS_KEPT: usize = 64;
 
 impl ExplicitCancels {
     /// Listens for the client cancelling the call `id`; the listening ends
     /// when the returned guard drops.
     fn listen(self: &Arc<Self>, id: RequestId) -> CancelListener {
         let (sender, receiver) = oneshot::channel();
-        self.lock().insert(id.clone(), sender);
+        let mut calls = self.lock();
+        match calls.early.iter().position(|(early, _)| *early == id) {
+            Some(at) => {
+                let (_, reason) = calls.early.remove(at).expect("found at that index");
+                let _ = sender.send(reason);
+            }
+            None => {
+                calls.waiting.insert(id.clone(), sender);
+            }
+        }
+        drop(calls);
         CancelListener {
             cancels: self.clone(),
             id,
@@ -78,18 +101,25 @@ impl ExplicitCancels {
         }
     }
 
-    /// The client cancelled the call `id` (a no-op for a call that ended).
+    /// The client cancelled the call `id`.
     fn cancelled(&self, id: &RequestId, reason: Option<String>) {
-        if let Some(sender) = self.lock().remove(id) {
-            let _ = sender.send(reason);
+        let mut calls = self.lock();
+        match calls.waiting.remove(id) {
+            Some(sender) => {
+                let _ = sender.send(reason);
+            }
+            None => {
+                if calls.early.len() == EARLY_CANCELS_KEPT {
+                    calls.early.pop_front();
+                }
+                calls.early.push_back((id.clone(), reason));
+            }
         }
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, oneshot::Sender<Option<String>>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Calls> {
         // The map stays consistent even if a holder panicked.
-        self.waiting
+        self.calls
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -115,7 +145,7 @@ impl CancelListener {
 
 impl Drop for CancelListener {
     fn drop(&mut self) {
-        self.cancels.lock().remove(&self.id);
+        self.cancels.lock().waiting.remove(&self.id);
     }
 }
 
@@ -375,5 +405,60 @@ impl ServerHandler for Bridge {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: i64) -> RequestId {
+        RequestId::Number(n)
+    }
+
+    #[tokio::test]
+    async fn a_cancellation_reaches_the_call_listening_for_it_with_its_reason() {
+        let cancels = Arc::new(ExplicitCancels::default());
+        let mut listener = cancels.listen(id(1));
+        let mut other = cancels.listen(id(2));
+        cancels.cancelled(&id(1), Some("changed my mind".to_owned()));
+        assert_eq!(
+            listener.explicit().await,
+            Some(Some("changed my mind".to_owned()))
+        );
+        drop(listener);
+        // The other call heard nothing, and its listening ends with it.
+        tokio::time::pause();
+        assert_eq!(other.explicit().await, None);
+        drop(other);
+        assert!(cancels.lock().waiting.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_cancellation_that_comes_before_its_call_listens_still_reaches_it() {
+        let cancels = Arc::new(ExplicitCancels::default());
+        cancels.cancelled(&id(7), None);
+        let mut listener = cancels.listen(id(7));
+        assert_eq!(listener.explicit().await, Some(None));
+        assert!(cancels.lock().early.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_whose_client_went_away_hears_no_cancellation() {
+        let cancels = Arc::new(ExplicitCancels::default());
+        let mut listener = cancels.listen(id(3));
+        cancels.cancelled(&id(4), None);
+        assert_eq!(listener.explicit().await, None);
+    }
+
+    #[test]
+    fn cancellations_of_calls_nobody_listens_for_are_kept_only_so_many() {
+        let cancels = Arc::new(ExplicitCancels::default());
+        for n in 0..200 {
+            cancels.cancelled(&id(n), None);
+        }
+        let calls = cancels.lock();
+        assert_eq!(calls.early.len(), EARLY_CANCELS_KEPT);
+        assert_eq!(calls.early.front().map(|(id, _)| id.clone()), Some(id(136)));
     }
 }
