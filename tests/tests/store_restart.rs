@@ -127,6 +127,16 @@ impl Host {
             .collect()
     }
 
+    /// Waits until `session` has exactly one pending question; its id.
+    async fn the_one_pending(&self, session: &str) -> String {
+        wait_until("the question is pending", || {
+            let count = async { self.pending(session).await.len() };
+            async move { count.await == 1 }
+        })
+        .await;
+        self.pending(session).await.pop().unwrap()
+    }
+
     async fn answer(&self, session: &str, id: &str, text: &str) -> (StatusCode, Value) {
         let answer = json!({"answers": [{"id": "q", "custom": text}]});
         let response = self
@@ -432,12 +442,7 @@ async fn a_read_only_database_file_turns_asks_and_answers_away_with_503_and_degr
     let host = Host::start(&dir);
     assert_eq!(host.health().await, json!({"status": "ok"}));
     let waiting = tokio::spawn(host.post("/api/sessions/s/ask", &request("Kept?")).send());
-    wait_until("the question is pending", || {
-        let count = async { host.pending("s").await.len() };
-        async move { count.await == 1 }
-    })
-    .await;
-    let id = host.pending("s").await[0].clone();
+    let id = host.the_one_pending("s").await;
 
     set_mode(&dir.database(), 0o400).unwrap();
     let (status, body) = host.answer("s", &id, "lost?").await;
@@ -484,11 +489,7 @@ async fn the_data_directory_is_0700_and_the_database_and_its_journal_0600() {
     let dir = TempDir::new("store-modes");
     let host = Host::start(&dir);
     let waiting = tokio::spawn(host.post("/api/sessions/s/ask", &request("Modes?")).send());
-    wait_until("the question is pending", || {
-        let count = async { host.pending("s").await.len() };
-        async move { count.await == 1 }
-    })
-    .await;
+    host.the_one_pending("s").await;
     assert_eq!(mode(&dir.data()), 0o700);
     assert_eq!(mode(&dir.database()), 0o600);
     assert_eq!(mode(&dir.data().join("ask-user.db-wal")), 0o600);
@@ -627,12 +628,7 @@ async fn sigterm_resolves_a_waiting_ask_aborted_and_the_record_says_disposed() {
         host.post("/api/sessions/s/ask", &request("Still there?"))
             .send(),
     );
-    wait_until("the question is pending", || {
-        let count = async { host.pending("s").await.len() };
-        async move { count.await == 1 }
-    })
-    .await;
-    let id = host.pending("s").await[0].clone();
+    let id = host.the_one_pending("s").await;
     assert!(host.process.terminate_and_wait().success());
     let aborted = waiting.await.unwrap().unwrap();
     assert_eq!(aborted.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -701,12 +697,7 @@ async fn after_a_kill_the_transcript_and_the_session_list_show_what_was_there_be
             .header("x-ask-user-agent", "bot/1.0")
             .send(),
     );
-    wait_until("the question is pending", || {
-        let count = async { host.pending("t").await.len() };
-        async move { count.await == 1 }
-    })
-    .await;
-    let id = host.pending("t").await.pop().unwrap();
+    let id = host.the_one_pending("t").await;
     let answer = json!({"answers": [{"id": "q", "custom": "yes"}], "note": "my note"});
     let answered = host
         .post(&format!("/api/sessions/t/questions/{id}/answer"), &answer)

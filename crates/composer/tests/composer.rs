@@ -684,20 +684,6 @@ async fn drafts_survive_a_reload_through_session_storage() {
     );
 }
 
-fn set_hidden(hidden: bool) {
-    let document = document();
-    if hidden {
-        let descriptor = js_sys::Object::new();
-        js_sys::Reflect::set(&descriptor, &"configurable".into(), &true.into()).unwrap();
-        js_sys::Reflect::set(&descriptor, &"value".into(), &true.into()).unwrap();
-        js_sys::Object::define_property(&document, &"hidden".into(), &descriptor);
-    } else {
-        js_sys::Reflect::delete_property(&document, &"hidden".into()).unwrap();
-    }
-    let event = web_sys::Event::new("visibilitychange").unwrap();
-    document.dispatch_event(&event).unwrap();
-}
-
 #[wasm_bindgen_test]
 async fn a_hidden_tab_closes_its_stream_and_reopens_it_when_visible_without_losing_drafts() {
     clear_session_storage();

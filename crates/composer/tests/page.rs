@@ -465,20 +465,6 @@ async fn the_arrival_sound_is_off_by_default_and_its_toggle_is_remembered() {
     root.remove();
 }
 
-fn set_hidden(hidden: bool) {
-    let document = document();
-    if hidden {
-        let descriptor = js_sys::Object::new();
-        js_sys::Reflect::set(&descriptor, &"configurable".into(), &true.into()).unwrap();
-        js_sys::Reflect::set(&descriptor, &"value".into(), &true.into()).unwrap();
-        js_sys::Object::define_property(&document, &"hidden".into(), &descriptor);
-    } else {
-        js_sys::Reflect::delete_property(&document, &"hidden".into()).unwrap();
-    }
-    let event = web_sys::Event::new("visibilitychange").unwrap();
-    document.dispatch_event(&event).unwrap();
-}
-
 #[wasm_bindgen_test]
 async fn a_person_typing_keeps_the_focus_while_batches_arrive_here_and_in_other_sessions() {
     clear_session_storage();

@@ -309,6 +309,22 @@ pub fn clear_session_storage() {
         .unwrap();
 }
 
+/// Makes the page hidden (or visible again) as a background tab is, and
+/// tells it so with `visibilitychange`.
+pub fn set_hidden(hidden: bool) {
+    let document = document();
+    if hidden {
+        let descriptor = js_sys::Object::new();
+        js_sys::Reflect::set(&descriptor, &"configurable".into(), &true.into()).unwrap();
+        js_sys::Reflect::set(&descriptor, &"value".into(), &true.into()).unwrap();
+        js_sys::Object::define_property(&document, &"hidden".into(), &descriptor);
+    } else {
+        js_sys::Reflect::delete_property(&document, &"hidden".into()).unwrap();
+    }
+    let event = web_sys::Event::new("visibilitychange").unwrap();
+    document.dispatch_event(&event).unwrap();
+}
+
 /// Settles the DOM after an action.
 pub async fn after(f: impl FnOnce()) {
     f();
