@@ -153,6 +153,16 @@ fn stub_notifications(permission: &str) {
     js_sys::eval(&script).unwrap();
 }
 
+/// Takes `?session=` out of the address again, so the next test starts on
+/// the default session.
+fn forget_the_session_in_the_address() {
+    let _ = window().history().unwrap().replace_state_with_url(
+        &wasm_bindgen::JsValue::NULL,
+        "",
+        Some(&window().location().pathname().unwrap()),
+    );
+}
+
 fn notes() -> Vec<Vec<String>> {
     let notes = js_sys::eval("JSON.stringify(window.__notes || [])").unwrap();
     serde_json::from_str(&notes.as_string().unwrap()).unwrap()
@@ -276,11 +286,7 @@ async fn switching_sessions_shows_the_other_conversation_and_keeps_the_drafts_of
         .dyn_into()
         .unwrap();
     assert_eq!(text.value(), "Falcon", "the draft came back");
-    let _ = window().history().unwrap().replace_state_with_url(
-        &wasm_bindgen::JsValue::NULL,
-        "",
-        Some(&window().location().pathname().unwrap()),
-    );
+    forget_the_session_in_the_address();
     drop(handle);
     root.remove();
 }
@@ -371,11 +377,7 @@ async fn a_notification_names_who_asks_and_the_question_only_while_hidden_and_on
         Some("b")
     );
     set_hidden(false);
-    let _ = window().history().unwrap().replace_state_with_url(
-        &wasm_bindgen::JsValue::NULL,
-        "",
-        Some(&window().location().pathname().unwrap()),
-    );
+    forget_the_session_in_the_address();
     drop(handle);
     root.remove();
 }
