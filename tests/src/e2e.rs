@@ -558,6 +558,44 @@ impl E2e {
             .unwrap_or_else(|err| panic!("could not click the {} {name:?}: {err}", role.aria()));
     }
 
+    /// Clicks the control and types `text` at once, as a quick person does: one
+    /// WebDriver action chain (a real mouse click, then real keys into whatever
+    /// has focus), with no round trip in between for the page to catch up.
+    pub async fn click_then_type(&self, role: Role, name: &str, text: &str) {
+        use fantoccini::actions::{
+            InputSource, KeyAction, KeyActions, MOUSE_BUTTON_LEFT, MouseActions, PointerAction,
+        };
+        let element = self.control(role, name).await;
+        let mut mouse = MouseActions::new("mouse".to_owned())
+            .then(PointerAction::MoveToElement {
+                element,
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        // The keys wait out the mouse's three ticks, then go in one by one.
+        let mut keys = KeyActions::new("keyboard".to_owned());
+        for _ in 0..3 {
+            keys = keys.pause(Duration::ZERO);
+        }
+        for key in text.chars() {
+            keys = keys
+                .then(KeyAction::Down { value: key })
+                .then(KeyAction::Up { value: key });
+            mouse = mouse.pause(Duration::ZERO).pause(Duration::ZERO);
+        }
+        self.client()
+            .perform_actions(fantoccini::actions::Actions::from(mouse).and(keys))
+            .await
+            .unwrap_or_else(|err| panic!("could not click {name:?} and type: {err}"));
+    }
+
     /// Types `text` into the textbox named `name` (real key events).
     pub async fn type_into(&self, name: &str, text: &str) -> Element {
         let element = self.control(Role::Textbox, name).await;
