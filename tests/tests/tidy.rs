@@ -372,7 +372,10 @@ fn prose_only(text: &str) -> String {
     let mut fence: Option<String> = None;
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();
-        let marker: String = trimmed.chars().take_while(|&c| c == '`' || c == '~').collect();
+        let marker: String = trimmed
+            .chars()
+            .take_while(|&c| c == '`' || c == '~')
+            .collect();
         let blank = |prose: &mut String| {
             prose.extend(line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
         };
@@ -383,7 +386,9 @@ fn prose_only(text: &str) -> String {
                 }
                 blank(&mut prose);
             }
-            None if marker.len() >= 3 && marker.chars().all(|c| c == marker.as_bytes()[0] as char) => {
+            None if marker.len() >= 3
+                && marker.chars().all(|c| c == marker.as_bytes()[0] as char) =>
+            {
                 fence = Some(marker);
                 blank(&mut prose);
             }
@@ -489,7 +494,8 @@ fn heading_anchors(text: &str) -> BTreeSet<String> {
 fn broken_links(files: &[PathBuf]) -> Vec<String> {
     let mut broken = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let text =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         for (line, target) in markdown_links(&text) {
             if target.contains("://") || target.starts_with("mailto:") {
                 continue;
@@ -509,9 +515,8 @@ fn broken_links(files: &[PathBuf]) -> Vec<String> {
                 match std::fs::read_to_string(&linked) {
                     Ok(linked_text) if linked.extension().is_some_and(|e| e == "md") => {
                         let anchors = heading_anchors(&linked_text);
-                        (!anchors.contains(anchor)).then(|| {
-                            format!("no heading with this anchor; there are {anchors:?}")
-                        })
+                        (!anchors.contains(anchor))
+                            .then(|| format!("no heading with this anchor; there are {anchors:?}"))
                     }
                     _ => Some("an anchor into a file that is not Markdown".to_owned()),
                 }
