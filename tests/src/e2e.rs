@@ -4,8 +4,9 @@
 //!
 //! Every wait polls with a bound ([`WAIT`]) and fails with a screenshot, the
 //! page's state and the host's log; nothing here sleeps to let time pass.
-//! Like the smoke test, the browser tests run only when
-//! [`E2E_DIST_ENV`](crate::browser::E2E_DIST_ENV) names the build (`cargo xtask test`).
+//! Like the smoke test, the browser tests built on this are `#[ignore]`d;
+//! `cargo xtask test` runs them with [`E2E_DIST_ENV`](crate::browser::E2E_DIST_ENV)
+//! naming the build, and without it they fail and say what is missing.
 
 use std::path::PathBuf;
 use std::sync::Mutex;

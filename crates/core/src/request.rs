@@ -27,7 +27,8 @@ pub struct Question {
     /// A short chip shown above the question (at most 40 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
-    /// Supporting text rendered with the question; never an option.
+    /// Supporting text rendered with the question, as Markdown (the sanitised
+    /// subset of [`crate::markdown`]); never an option.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The options; a question without options collects free text.

@@ -1,4 +1,5 @@
-//! Project automation for ask-user: `cargo xtask run`, `test`, `dist`, `bench`, `soak`.
+//! Project automation for ask-user: the `cargo xtask` commands (`run`, `test`,
+//! `dist`, …) that `USAGE` lists.
 //!
 //! Std-only on purpose, so `cargo xtask` compiles in seconds and a second run
 //! starts at once. Every tool it needs is installed on first use (see `tools`).
@@ -37,8 +38,10 @@ commands:
                            and the browser bench
   build-embed              build the JavaScript embed into dist/embed/ (after Trunk, which replaces dist/)";
 
-/// Browser tests in `tests/` run only when this names a Trunk build; plain
-/// `cargo test --workspace` leaves it unset and needs no browser.
+/// Names the Trunk build the browser tests in `tests/` serve. They are
+/// `#[ignore]`d, so plain `cargo test --workspace` lists them as ignored and
+/// needs no browser; `test` sets this and runs them with `--include-ignored`.
+/// Run without it, they fail and say what is missing.
 const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
 /// Where the tests find the npm packages they drive the host with
 /// ([`tools::NODE_TEST_PACKAGES`]).

@@ -162,7 +162,8 @@ pub struct ItemView {
     pub index: usize,
     /// The question, as sent.
     pub question: String,
-    /// The question's `detail`, as sent (plain text here).
+    /// The question's `detail`, as sent: Markdown, which the composer renders
+    /// as core's sanitised subset ([`crate::markdown`]).
     pub detail: Option<String>,
     /// Checkboxes ("Choose any") rather than radios ("Choose one").
     pub multi_select: bool,
