@@ -418,7 +418,9 @@ fn Item(
             el.set_value(&text);
             let len = u32::try_from(text.encode_utf16().count()).unwrap_or(u32::MAX);
             let caret = carets
-                .with_value(|c| request_id.with_value(|id| c.recall(id, index, len)))
+                .try_with_value(|c| request_id.try_with_value(|id| c.recall(id, index, len)))
+                .flatten()
+                .flatten()
                 .unwrap_or(Caret {
                     start: len,
                     end: len,
@@ -426,13 +428,16 @@ fn Item(
             let _ = el.set_selection_range(caret.start, caret.end);
         }
     });
+    // Also runs for the blur of a box being removed (the batch was sent), when
+    // this item's values are gone: it then does nothing.
     let remember_caret = move || {
-        let Some(el) = text_ref.get_untracked() else {
+        let Some(el) = text_ref.try_get_untracked().flatten() else {
             return;
         };
         if let (Ok(Some(start)), Ok(Some(end))) = (el.selection_start(), el.selection_end()) {
             let caret = Caret { start, end };
-            request_id.with_value(|id| carets.update_value(|c| c.remember(id, index, caret)));
+            request_id
+                .try_with_value(|id| carets.try_update_value(|c| c.remember(id, index, caret)));
         }
     };
     let text_id = format!("auq-{uid}-text");
