@@ -283,7 +283,7 @@ async fn send(
                 REASK_WINDOW.as_secs()
             ));
         }
-        tracing::debug!(%error, "the connection dropped before the answer; asking again");
+        tracing::debug!(error = %crate::logged::logged(&error), "the connection dropped before the answer; asking again");
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }

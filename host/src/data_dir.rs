@@ -98,7 +98,7 @@ fn tighten(dir: &Path, metadata: &std::fs::Metadata) -> io::Result<()> {
     if mode & 0o077 != 0 {
         tracing::warn!(
             "{}: other users could enter it (mode {mode:o}); made it private (700)",
-            dir.display()
+            crate::logged::logged(dir.display())
         );
         set_mode(dir, 0o700)?;
     }

@@ -32,6 +32,7 @@ pub fn kept_or_random(data_dir: &DataDirArg) -> String {
     match data_dir.resolve().and_then(|dir| load_or_create(&dir)) {
         Ok(token) => token,
         Err(why) => {
+            let why = crate::logged::logged(why);
             tracing::warn!(
                 "{why}; using a random token for this run (`ask-user mcp` and `ask-user ask` \
                  cannot find it: pass --token or the printed URL)"

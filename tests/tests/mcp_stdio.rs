@@ -528,6 +528,32 @@ async fn with_no_host_three_started_at_once_start_one_host_that_keeps_its_token_
     third.assert_only_json_rpc_on_stdout();
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn the_background_hosts_log_says_where_the_token_is_and_never_holds_it() {
+    let base = temp_dir("autostart-log");
+    let data_dir = base.join("data");
+    let _stop = StopHosts(base.clone());
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let mut mcp = Mcp::start(&base, &data_dir, &url, &["--session", "a"], None);
+    mcp.initialize("log").await;
+    assert_eq!(mcp.tool_names(2).await, [TOOL_NAME]);
+    let token_file = data_dir.join("token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
+    // The host printed its line before it answered the health check.
+    let log = std::fs::read_to_string(data_dir.join("serve.log")).unwrap();
+    assert!(!log.contains(token), "the token in serve.log: {log}");
+    assert!(
+        log.contains(&format!(
+            "{url}/ (open it with ?token= and the token in {})",
+            token_file.display()
+        )),
+        "{log}"
+    );
+    mcp.assert_only_json_rpc_on_stdout();
+}
+
 #[tokio::test]
 async fn the_session_defaults_to_the_working_directorys_name_and_two_directories_give_two_sessions()
 {

@@ -280,7 +280,7 @@ fn tighten_mode(path: &Path) {
         let private = mode & 0o600;
         tracing::warn!(
             "{}: other users could read it (mode {mode:o}); made it private ({private:o})",
-            path.display()
+            crate::logged::logged(path.display())
         );
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(private));
     }
