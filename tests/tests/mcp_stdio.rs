@@ -685,3 +685,121 @@ async fn the_browser_opener_runs_once_with_no_page_connected_never_with_a_page_c
         std::fs::remove_dir_all(path).ok();
     }
 }
+
+/// A stand-in HTTP proxy on loopback: keeps the head of every request it
+/// gets (before answering it) and answers 502.
+async fn recording_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = socket
+                    .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    (format!("http://{addr}"), heads)
+}
+
+/// A host name that is not this machine (reached only through the proxy).
+const ELSEWHERE: &str = "http://ask-user-host.example:7411";
+
+#[tokio::test]
+async fn ask_sends_the_kept_token_only_to_a_loopback_host_and_a_given_one_anywhere() {
+    let data_dir = temp_dir("remote-ask");
+    let kept = "kept-token-0123456789abcdefXYZ";
+    std::fs::write(data_dir.join("token"), format!("{kept}\n")).unwrap();
+    let (proxy, heads) = recording_proxy().await;
+    let ask = async |extra: &[&str]| {
+        let mut ask = Command::new(host_binary());
+        ask.args(["ask", "--url", ELSEWHERE, "--session", "a"])
+            .args(extra)
+            .env_remove("ASK_USER_TOKEN")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env("http_proxy", &proxy)
+            .env("HTTP_PROXY", &proxy)
+            .env("ASK_USER_DATA_DIR", &data_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = ask.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(request("Ask?").to_string().as_bytes())
+            .await
+            .unwrap();
+        drop(stdin);
+        let output = within("ask-user ask", child.wait_with_output())
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr)
+    };
+    let (code, stderr) = ask(&[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not this machine") && stderr.contains("--token"),
+        "{stderr}"
+    );
+    assert!(
+        heads.lock().unwrap().is_empty(),
+        "nothing is sent: {:?}",
+        heads.lock().unwrap()
+    );
+    // A token given for that host goes there (through the proxy, as asked).
+    let given = "given-token-0123456789abcdefXYZ";
+    let (code, stderr) = ask(&["--token", given]).await;
+    assert_eq!(code, Some(1), "the proxy's 502: {stderr}");
+    let heads = heads.lock().unwrap().clone();
+    assert!(
+        heads.iter().any(|h| h.contains(&format!("Bearer {given}"))),
+        "{heads:?}"
+    );
+    assert!(!heads.iter().any(|h| h.contains(kept)), "{heads:?}");
+    std::fs::remove_dir_all(&data_dir).ok();
+}
+
+#[tokio::test]
+async fn mcp_refuses_a_host_elsewhere_unless_given_its_token() {
+    let data_dir = temp_dir("remote-mcp");
+    std::fs::write(data_dir.join("token"), "kept-token-0123456789abcdefXYZ\n").unwrap();
+    let output = Command::new(host_binary())
+        .args(["mcp", "--url", ELSEWHERE, "--session", "a"])
+        .env_remove("ASK_USER_TOKEN")
+        .env_remove("ASK_USER_URL")
+        .env("ASK_USER_NO_OPEN", "1")
+        .env("ASK_USER_DATA_DIR", &data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = within("ask-user mcp", output).await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not this machine") && stderr.contains("?token="),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+    std::fs::remove_dir_all(&data_dir).ok();
+}
