@@ -224,7 +224,7 @@ async fn message(
 
 /// Any other `/api` path: 404 as JSON.
 pub async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::NotFound(crate::extract::truncate(uri.path(), 200))
+    ApiError::NotFound(ask_user_core::error::shorten(uri.path(), 200))
 }
 
 /// A known `/api` path with the wrong method: 405 as JSON.
