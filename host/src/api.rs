@@ -77,15 +77,31 @@ pub struct Health {
 }
 
 /// `GET /api/health` → `{"status": "ok"}`, or `{"status": "degraded",
-/// "store": "<reason>"}` while the store cannot write (no token needed; the
-/// reason names the file, never a secret).
-pub async fn health(State(state): State<AppState>) -> Json<Health> {
-    let store = state.record().trouble();
+/// "store": "<reason>"}` while the store cannot write. No token needed; the
+/// reason names the database file, so it is given only with the token (a
+/// path tells who runs the host and where they keep their data).
+pub async fn health(
+    State(state): State<AppState>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Json<Health> {
+    let store = state.record().trouble().map(|why| {
+        if crate::security::presents_credentials(&state, &method, &uri, &headers) {
+            why
+        } else {
+            NO_TOKEN_TROUBLE.to_owned()
+        }
+    });
     Json(Health {
         status: if store.is_some() { "degraded" } else { "ok" }.to_owned(),
         store,
     })
 }
+
+/// What health says of a store that cannot write to a caller without the token.
+pub const NO_TOKEN_TROUBLE: &str =
+    "the store cannot write; GET /api/health with the token says why";
 
 /// `POST /api/page-opener` → `{"open": bool, "pages": n}`: `open` is true
 /// once per host run, while no page is connected (`ask-user mcp` then opens
