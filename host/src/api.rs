@@ -103,11 +103,10 @@ pub async fn health(
 pub const NO_TOKEN_TROUBLE: &str =
     "the store cannot write; GET /api/health with the token says why";
 
-/// `POST /api/page-opener` → `{"open": bool, "pages": n}`: `open` is true
-/// once per host run, while no page is connected (`ask-user mcp` then opens
-/// the page in a browser).
+/// `POST /api/page-opener` → `{"open": bool, "pages": n, "run": id}`:
+/// `open` while no page is connected (see [`AppState::page_opener`]).
 async fn page_opener(State(state): State<AppState>) -> Json<ask_user_core::wire::PageOpener> {
-    Json(state.claim_page_opener())
+    Json(state.page_opener())
 }
 
 /// The query of `POST /api/sessions/{session}/ask`.

@@ -686,6 +686,38 @@ async fn the_browser_opener_runs_once_with_no_page_connected_never_with_a_page_c
     }
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn another_token_holder_asking_the_page_opener_first_does_not_silence_it() {
+    let dir = temp_dir("opener-claimed");
+    let log = dir.join("opened.log");
+    let opener = stub_opener(&dir, &log);
+    let host = TestHost::start().await;
+    let data_dir = data_dir_for(&host);
+    // Any token holder (a script, another agent) may ask, as often as it likes.
+    for _ in 0..3 {
+        let (status, body) = host.post("/api/page-opener", "").await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+        assert_eq!(body["open"], true, "{body}");
+    }
+    let mut mcp = Mcp::start(
+        &dir,
+        &data_dir,
+        &host.base,
+        &["--session", "c"],
+        Some(&opener),
+    );
+    mcp.initialize("claimed-client").await;
+    mcp.start_call(2, &request("Still open?")).await;
+    mcp.says("opening").await;
+    until("the opener to run", async || !opened(&log).is_empty()).await;
+    assert_eq!(opened(&log).len(), 1);
+    mcp.assert_only_json_rpc_on_stdout();
+    for path in [&dir, &data_dir] {
+        std::fs::remove_dir_all(path).ok();
+    }
+}
+
 /// A stand-in HTTP proxy on loopback: keeps the head of every request it
 /// gets (before answering it) and answers 502.
 async fn recording_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
