@@ -310,11 +310,12 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
             format!("a SQLite database of another program (application_id {id:#x})"),
         ));
     }
-    let check: String = conn
-        .query_row("PRAGMA quick_check", [], |row| row.get(0))
-        .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
-    if check != "ok" {
-        return Err(refuse(path, format!("corrupt ({check})")));
+    let check = quick_check(conn).map_err(|e| refuse(path, format!("corrupt ({e})")))?;
+    if check != ["ok"] {
+        return Err(refuse(
+            path,
+            format!("corrupt ({})", quote_problems(&check)),
+        ));
     }
     let version: Option<i64> = conn
         .query_row("SELECT max(version) FROM schema_version", [], |row| {
@@ -329,6 +330,51 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         )),
         other => Err(refuse(path, format!("unknown schema version {other:?}"))),
     }
+}
+
+/// The most problems `quick_check` is asked for (SQLite's default is 100).
+const MAX_CHECKED_PROBLEMS: usize = 100;
+
+/// The most problems a refusal quotes.
+const MAX_QUOTED_PROBLEMS: usize = 5;
+
+/// `PRAGMA quick_check`'s lines: `["ok"]`, or one per problem found (a row
+/// may hold several lines).
+fn quick_check(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(&format!("PRAGMA quick_check({MAX_CHECKED_PROBLEMS})"))?;
+    let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+    let mut lines = Vec::new();
+    for row in rows {
+        // SQLite heads the problems with `*** in database main ***`: no problem itself.
+        let row = row?;
+        lines.extend(
+            row.lines()
+                .filter(|line| !line.starts_with("*** in database"))
+                .map(str::to_owned),
+        );
+    }
+    Ok(lines)
+}
+
+/// The first [`MAX_QUOTED_PROBLEMS`] problems, `; `-separated, and how many
+/// more there were: a refusal stays a line a person reads.
+fn quote_problems(lines: &[String]) -> String {
+    let mut quoted = lines
+        .iter()
+        .take(MAX_QUOTED_PROBLEMS)
+        .map(|line| ask_user_core::error::shorten(line, 200))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let more = lines.len().saturating_sub(MAX_QUOTED_PROBLEMS);
+    if more > 0 {
+        let at_least = if lines.len() >= MAX_CHECKED_PROBLEMS {
+            "at least "
+        } else {
+            ""
+        };
+        quoted.push_str(&format!("; and {at_least}{more} more problems"));
+    }
+    quoted
 }
 
 fn outcome_name(outcome: Outcome) -> &'static str {
