@@ -554,6 +554,41 @@ async fn the_background_hosts_log_says_where_the_token_is_and_never_holds_it() {
     mcp.assert_only_json_rpc_on_stdout();
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn a_start_lock_held_elsewhere_is_waited_for_boundedly_and_its_holder_named() {
+    use std::io::Write as _;
+    let base = temp_dir("held-lock");
+    let data_dir = base.join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    // As another `ask-user mcp` stuck while starting a host would hold it.
+    let mut held = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(data_dir.join("serve.lock"))
+        .unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    writeln!(held, "{}", std::process::id()).unwrap();
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let mut mcp = Mcp::start(&base, &data_dir, &url, &["--session", "a"], None);
+    mcp.initialize("waiting").await;
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await;
+    let response = mcp.response(2).await;
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("serve.lock")
+            && message.contains(&format!("process {}", std::process::id()))
+            && message.contains("10 s"),
+        "{response}"
+    );
+    assert!(processes_naming(&data_dir).is_empty(), "no host started");
+    mcp.assert_only_json_rpc_on_stdout();
+    drop(held);
+    std::fs::remove_dir_all(&base).ok();
+}
+
 #[tokio::test]
 async fn the_session_defaults_to_the_working_directorys_name_and_two_directories_give_two_sessions()
 {

@@ -132,13 +132,14 @@ impl SqliteStore {
     /// the store reports trouble and refuses every write.
     pub fn open(dir: &Path) -> Result<Self, String> {
         let path = dir.join(DATABASE_FILE);
-        let fresh = match std::fs::metadata(&path) {
-            Ok(metadata) if metadata.len() == 0 => true,
-            Ok(_) => {
+        // Never through a link, never another user's file (see `data_dir`).
+        let fresh = match crate::data_dir::private_metadata(&path) {
+            Ok(Some(metadata)) if metadata.len() == 0 => true,
+            Ok(Some(_)) => {
                 check_header(&path)?;
                 false
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None) => {
                 crate::data_dir::create_private_new(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 true
@@ -151,7 +152,8 @@ impl SqliteStore {
             OpenFlags::SQLITE_OPEN_READ_WRITE
         } else {
             OpenFlags::SQLITE_OPEN_READ_ONLY
-        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| refuse(&path, e))?;
         if fresh {
             if !writable {
@@ -183,7 +185,9 @@ impl SqliteStore {
         let restored = load(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
         let reader = Connection::open_with_flags(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
         let health = Arc::new(Health::default());
@@ -228,7 +232,9 @@ fn spawn_checkpointer(
 ) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), String> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
     let (stop, stopped) = mpsc::channel::<()>();
@@ -259,7 +265,8 @@ fn read_only(path: &Path) -> String {
 
 fn check_header(path: &Path) -> Result<(), String> {
     let mut header = [0u8; 16];
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file = crate::data_dir::open_private(path, std::fs::OpenOptions::new().read(true))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let read = file.read(&mut header).unwrap_or(0);
     if read < header.len() || &header != b"SQLite format 3\0" {
         return Err(refuse(path, "not an ask-user database (not SQLite)"));
@@ -753,7 +760,9 @@ pub fn open_read_only(path: &Path) -> Result<Connection, String> {
     check_header(path)?;
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| refuse(path, e))?;
     check_existing(&conn, path)?;
@@ -765,7 +774,9 @@ pub fn open_for_clearing(path: &Path) -> Result<Connection, String> {
     check_header(path)?;
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| refuse(path, e))?;
     check_existing(&conn, path)?;
