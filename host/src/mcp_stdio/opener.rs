@@ -58,7 +58,9 @@ impl Opener {
         let Some(program) = &self.program else {
             if !self.said_no.swap(true, Ordering::Relaxed) {
                 eprintln!(
-                    "ask-user mcp: not opening the page (--no-open); open it from `ask-user serve`'s URL"
+                    "ask-user mcp: not opening the page (--no-open); open {}?token= with the token in {}",
+                    target.base,
+                    crate::token_file::token_path(&target.data_dir).display()
                 );
             }
             return;
@@ -140,7 +142,8 @@ async fn claim(target: &Target, token: &str) -> Result<PageOpener, String> {
 /// Writes the redirect file (0600) that forwards to `landing`, marked with
 /// `run`; `None` when it already holds that mark (the page was opened for this
 /// host run). Under an exclusive lock on the file, so of several callers for
-/// one run exactly one gets `Some`.
+/// one run at most one gets `Some`: one that finds the lock taken leaves the
+/// opening to its holder (and never waits on it).
 fn write_redirect_once(
     data_dir: &Path,
     run: &str,
@@ -159,16 +162,19 @@ fn write_redirect_once(
     .map_err(shown)?;
     // Held for a read and a write: released when `file` closes.
     #[cfg(unix)]
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-        .map_err(|e| shown(e.into()))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
+        Err(e) => return Err(shown(e.into())),
+    }
     let mark = format!("<!doctype html><!-- ask-user run {run} -->");
-    let mut kept = String::new();
+    let mut kept = Vec::new();
     // Only the start is read: the mark is there.
     (&file)
-        .take(4096)
-        .read_to_string(&mut kept)
+        .take(mark.len() as u64)
+        .read_to_end(&mut kept)
         .map_err(shown)?;
-    if !run.is_empty() && kept.starts_with(&mark) {
+    if !run.is_empty() && kept == mark.as_bytes() {
         return Ok(None);
     }
     let html = format!(
