@@ -153,9 +153,23 @@ impl Host {
         )
     }
 
+    /// `GET /api/health` without the token.
     async fn health(&self) -> Value {
         self.client
             .get(format!("{}/api/health", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// `GET /api/health` with the token.
+    async fn health_with_token(&self) -> Value {
+        self.client
+            .get(format!("{}/api/health", self.base))
+            .bearer_auth(&self.token)
             .send()
             .await
             .unwrap()
@@ -448,7 +462,16 @@ async fn a_read_only_database_file_turns_asks_and_answers_away_with_503_and_degr
     let (status, body) = host.answer("s", &id, "lost?").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "STORE_UNAVAILABLE", "{body}");
+    // Without the token: degraded, but no path (who runs it, and where).
     let health = host.health().await;
+    assert_eq!(health["status"], "degraded", "{health}");
+    let reason = health["store"].as_str().unwrap();
+    assert!(
+        !reason.contains("ask-user.db") && !reason.contains(&*dir.0.to_string_lossy()),
+        "{reason}"
+    );
+    assert!(reason.contains("with the token"), "{reason}");
+    let health = host.health_with_token().await;
     assert_eq!(health["status"], "degraded", "{health}");
     let reason = health["store"].as_str().unwrap();
     assert!(

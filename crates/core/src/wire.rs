@@ -464,15 +464,21 @@ pub struct StatusBody {
     pub status: String,
 }
 
-/// The body of `POST /api/page-opener`: whether the caller should open the
-/// page in a browser (`open`: no page is connected and none was opened for
-/// this host run; `true` once per run) and how many pages are connected.
+/// The body of `POST /api/page-opener`: whether a page may be opened in a
+/// browser now (`open`: no page is connected), how many pages are connected,
+/// and which host run this is. Asking changes nothing on the host: opening
+/// once per run is the opener's to keep (`ask-user mcp` marks the run in its
+/// data directory), so no caller can use the answer up for another.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageOpener {
-    /// Open the page now.
+    /// No page is connected: one may be opened.
     pub open: bool,
     /// Event streams (pages) connected to the host.
     pub pages: usize,
+    /// This host run's id (random, new at every start); empty from hosts
+    /// older than it.
+    #[serde(default)]
+    pub run: String,
 }
 
 /// The body of `POST /api/sessions/{session}/messages`.
