@@ -85,6 +85,17 @@ fn running_address(file: &mut File) -> Option<String> {
     (!address.is_empty()).then(|| address.to_owned())
 }
 
+/// The address the host holding `dir`'s lock announced, if one did (the file
+/// outlives its host: the caller checks that something answers there).
+pub fn announced(dir: &Path) -> Option<String> {
+    let mut file = open_private(
+        &dir.join(HOST_LOCK_FILE_NAME),
+        OpenOptions::new().read(true),
+    )
+    .ok()?;
+    running_address(&mut file)
+}
+
 /// `Ok(false)` when another process holds the lock.
 #[cfg(unix)]
 fn try_lock(file: &File) -> std::io::Result<bool> {

@@ -870,3 +870,30 @@ async fn mcp_refuses_a_host_elsewhere_unless_given_its_token() {
     assert!(output.stdout.is_empty());
     std::fs::remove_dir_all(&data_dir).ok();
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_client_pointed_elsewhere_uses_the_host_already_running_on_its_data_directory() {
+    let base = temp_dir("running-elsewhere");
+    let data_dir = base.join("data");
+    let _stop = StopHosts(base.clone());
+    let running = format!("http://127.0.0.1:{}", free_port());
+    let mut first = Mcp::start(&base, &data_dir, &running, &["--session", "a"], None);
+    first.initialize("first").await;
+    assert_eq!(first.tool_names(2).await, [TOOL_NAME]);
+
+    // Nothing answers at this address, and no second host may start on the
+    // directory (the first holds its lock): the running one serves.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let mut second = Mcp::start(&base, &data_dir, &nowhere, &["--session", "b"], None);
+    second.initialize("second").await;
+    assert_eq!(second.tool_names(2).await, [TOOL_NAME]);
+    let hosts: Vec<(u32, String)> = processes_naming(&data_dir)
+        .into_iter()
+        .filter(|(_, cmdline)| cmdline.contains(" serve "))
+        .collect();
+    assert_eq!(hosts.len(), 1, "one host: {hosts:?}");
+    let said = second.stderr();
+    assert!(!said.contains("starting `ask-user serve`"), "{said}");
+    second.assert_only_json_rpc_on_stdout();
+}
