@@ -137,7 +137,8 @@ pub fn page(host: PageHost) -> impl IntoView {
 pub const CONNECT_COMMAND: &str = "claude mcp add ask-user -- ask-user mcp";
 
 /// Where the docs say how to connect an agent.
-pub const CONNECT_DOCS_URL: &str = concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/agents.md");
+pub const CONNECT_DOCS_URL: &str =
+    concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/agents.md");
 
 /// What an empty conversation says (core's [`empty_state`]): with the demo
 /// agent, what starts it; otherwise that nothing has asked yet and how to
