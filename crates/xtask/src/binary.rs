@@ -126,8 +126,7 @@ pub fn check_installed(bin_dir: &Path, dir: &Path, index: &[u8]) -> Result<Vec<S
         ));
     }
     let serve = Serve::start(command(), dir)?;
-    let page = format!("/?token={}", serve.token());
-    let (status, body) = serve.get(&page)?;
+    let (status, body) = serve.get("/")?;
     if status != 200 || body.as_bytes() != index {
         return Err(format!(
             "`ask-user serve` from {} answered GET / with {status} and {} bytes, not the page's index.html ({} bytes)",

@@ -58,11 +58,6 @@ impl Serve {
         Ok(Self { child, addr, token })
     }
 
-    /// The session token it printed.
-    pub fn token(&self) -> &str {
-        &self.token
-    }
-
     /// `GET path` with the token; the status and the body as received.
     pub fn get(&self, path: &str) -> Result<(u16, String), String> {
         let fail = |e: std::io::Error| format!("GET {path} from {}: {e}", self.addr);
