@@ -10,7 +10,7 @@
 //!
 //! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
 //! for screenshots and CSS work (`&item=2` opens the batch on its second item);
-//! see the README's Development section.
+//! see docs/development.md ("Composer screenshots without a host").
 
 mod fixture;
 

@@ -77,21 +77,36 @@ pub struct Health {
 }
 
 /// `GET /api/health` → `{"status": "ok"}`, or `{"status": "degraded",
-/// "store": "<reason>"}` while the store cannot write (no token needed; the
-/// reason names the file, never a secret).
-pub async fn health(State(state): State<AppState>) -> Json<Health> {
-    let store = state.record().trouble();
+/// "store": "<reason>"}` while the store cannot write. No token needed; the
+/// reason names the database file, so it is given only with the token (a
+/// path tells who runs the host and where they keep their data).
+pub async fn health(
+    State(state): State<AppState>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: HeaderMap,
+) -> Json<Health> {
+    let store = state.record().trouble().map(|why| {
+        if crate::security::presents_credentials(&state, &method, &uri, &headers) {
+            why
+        } else {
+            NO_TOKEN_TROUBLE.to_owned()
+        }
+    });
     Json(Health {
         status: if store.is_some() { "degraded" } else { "ok" }.to_owned(),
         store,
     })
 }
 
-/// `POST /api/page-opener` → `{"open": bool, "pages": n}`: `open` is true
-/// once per host run, while no page is connected (`ask-user mcp` then opens
-/// the page in a browser).
+/// What health says of a store that cannot write to a caller without the token.
+pub const NO_TOKEN_TROUBLE: &str =
+    "the store cannot write; GET /api/health with the token says why";
+
+/// `POST /api/page-opener` → `{"open": bool, "pages": n, "run": id}`:
+/// `open` while no page is connected (see [`AppState::page_opener`]).
 async fn page_opener(State(state): State<AppState>) -> Json<ask_user_core::wire::PageOpener> {
-    Json(state.claim_page_opener())
+    Json(state.page_opener())
 }
 
 /// The query of `POST /api/sessions/{session}/ask`.
@@ -224,7 +239,7 @@ async fn message(
 
 /// Any other `/api` path: 404 as JSON.
 pub async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::NotFound(crate::extract::truncate(uri.path(), 200))
+    ApiError::NotFound(ask_user_core::error::shorten(uri.path(), 200))
 }
 
 /// A known `/api` path with the wrong method: 405 as JSON.

@@ -47,6 +47,9 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Args)]
 pub struct AskArgs {
     /// The host (the URL `ask-user serve` printed also works: its token is used).
+    /// The token kept in the data directory is sent only to a loopback host
+    /// (127.0.0.0/8, ::1, localhost); for any other host give its token
+    /// (--token, ASK_USER_TOKEN or ?token= on the URL), or it is refused.
     #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL)]
     pub url: String,
     /// The host's token. Default: a `?token=` on --url, else the token file in
@@ -160,6 +163,15 @@ pub async fn ask(args: &AskArgs) -> AskOutcome {
     };
     let token = match token {
         Some(token) => Some(token),
+        // The kept token opens every question of this user's host: it never
+        // travels to (or through a proxy towards) another machine.
+        None if !is_loopback(&endpoint) => {
+            return bad_input(format!(
+                "--url: {} is not this machine; the token kept in the data directory is sent \
+                 only to a loopback host. Give that host's token with --token or ASK_USER_TOKEN",
+                endpoint.origin().ascii_serialization()
+            ));
+        }
         None => match stored_token(&args.data_dir) {
             Ok(token) => token,
             Err(outcome) => return outcome,
@@ -230,12 +242,11 @@ fn post_url(endpoint: &Url, timeout: Option<Duration>, elapsed: Duration) -> Url
 }
 
 /// Whether `url` names this machine: `localhost` or a loopback address.
+/// Not `*.localhost`: a resolver may send those names anywhere, and the kept
+/// token goes only where this decides.
 pub fn is_loopback(url: &Url) -> bool {
     match url.host() {
-        Some(Host::Domain(name)) => {
-            name.eq_ignore_ascii_case("localhost")
-                || name.to_ascii_lowercase().ends_with(".localhost")
-        }
+        Some(Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(Host::Ipv4(ip)) => ip.is_loopback(),
         Some(Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
@@ -283,7 +294,7 @@ async fn send(
                 REASK_WINDOW.as_secs()
             ));
         }
-        tracing::debug!(%error, "the connection dropped before the answer; asking again");
+        tracing::debug!(error = %crate::logged::logged(&error), "the connection dropped before the answer; asking again");
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
@@ -404,11 +415,16 @@ mod tests {
             "http://[::1]:7411",
             "http://localhost:7411",
             "http://LOCALHOST",
-            "http://app.localhost",
         ] {
             assert!(is_loopback(&Url::parse(local).unwrap()), "{local}");
         }
-        for remote in ["http://10.0.0.1", "http://example.com", "http://[::2]"] {
+        for remote in [
+            "http://10.0.0.1",
+            "http://example.com",
+            "http://[::2]",
+            "http://app.localhost",
+            "http://localhost.example.com",
+        ] {
             assert!(!is_loopback(&Url::parse(remote).unwrap()), "{remote}");
         }
     }

@@ -55,7 +55,8 @@ pub struct ServeArgs {
     /// or ASK_USER_TOKEN. At least 22 of A-Z a-z 0-9 - . _ ~ (128 bits).
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Serve the page from this Trunk build instead of the one built into the binary (development).
+    /// Serve the page from this Trunk build instead of the one built into the binary (development);
+    /// read at each request, its text and wasm files compressed (brotli, gzip) on the fly.
     #[arg(long)]
     pub dist: Option<PathBuf>,
     /// Attach the scripted demo agent to session `default`.
@@ -158,6 +159,16 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
+    /// The data directory's host lock, held for the process's life so no
+    /// second host opens the same database (`None` with `--ephemeral`, which
+    /// opens none). Fails naming the address of the host that holds it.
+    pub fn lock_data_dir(&self) -> Result<Option<crate::host_lock::HostLock>, String> {
+        if self.ephemeral {
+            return Ok(None);
+        }
+        crate::host_lock::HostLock::acquire(&self.data_dir.resolve()?).map(Some)
+    }
+
     /// The store: nothing with `--ephemeral`, else the SQLite file in the
     /// data directory (both created private when missing). Fails, naming the
     /// file, on one the host must not touch.
@@ -169,8 +180,30 @@ impl ServeArgs {
         crate::data_dir::ensure_private_dir(&dir)
             .map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
         let store = crate::store::SqliteStore::open(&dir)?;
-        tracing::info!(path = %store.path().display(), "store");
+        tracing::info!(path = %crate::logged::logged(store.path().display()), "store");
         Ok(std::sync::Arc::new(store))
+    }
+
+    /// Where a person finds `token` (the one [`ServeArgs::config`] chose)
+    /// without it being shown: for the URL line written to a log or a pipe.
+    pub fn token_whereabouts(&self, token: &str) -> String {
+        if let Some(path) = &self.token_file {
+            return format!("the token in {}", path.display());
+        }
+        if self.token.is_some() {
+            return "the token given in ASK_USER_TOKEN or --token".to_owned();
+        }
+        let kept = self.data_dir.resolve().ok().filter(|dir| {
+            crate::token_file::read(dir).is_ok_and(|kept| kept.as_deref() == Some(token))
+        });
+        match kept {
+            Some(dir) => format!(
+                "the token in {}",
+                crate::token_file::token_path(&dir).display()
+            ),
+            None => "this run's random token, shown only on a terminal (pass --token-file to choose one)"
+                .to_owned(),
+        }
     }
 
     /// The accept loop's limits: `--max-connections`, or the cap for
@@ -199,6 +232,7 @@ fn read_token_file(path: &Path) -> Result<String, String> {
         use std::os::unix::fs::PermissionsExt;
         let mode = metadata.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
+            let shown = crate::logged::logged(&shown);
             tracing::warn!(
                 "--token-file {shown}: other users may read it (mode {mode:o}); `chmod 600 {shown}`"
             );

@@ -62,8 +62,8 @@ impl<S: Send + Sync> FromRequestParts<S> for QuestionId {
         let id = path_param(parts, state, "id").await?;
         if !valid_question_id(&id) {
             return Err(UserInteractionError::bad_request(format!(
-                "question: {:?} ({} characters) is not a question id; ids are 1 to {MAX_ID_CHARS} of A-Z a-z 0-9 _ -, as in question/requested",
-                truncate(&id, 80),
+                "question: {} ({} characters) is not a question id; ids are 1 to {MAX_ID_CHARS} of A-Z a-z 0-9 _ -, as in question/requested",
+                ask_user_core::error::quoted(&id),
                 id.chars().count()
             ))
             .into());
@@ -94,13 +94,5 @@ impl<S: Send + Sync> FromRequest<S> for BodyText {
         String::from_utf8(Vec::from(bytes))
             .map(Self)
             .map_err(|_| UserInteractionError::bad_request("body: not UTF-8 text").into())
-    }
-}
-
-/// At most `max` characters of `text`, for echoing untrusted input in messages.
-pub fn truncate(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }

@@ -31,7 +31,9 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod history_cmd;
+pub mod host_lock;
 pub mod inbox;
+pub mod logged;
 pub mod mcp;
 pub mod mcp_stdio;
 pub mod pages;
@@ -122,7 +124,7 @@ pub async fn serve_with(
     server::run(listener, state.clone(), app(state.clone()), limits).await?;
     // What shutdown resolved (every waiting ask `disposed`) is kept before exit.
     if let Err(error) = state.record().flush().kept().await {
-        tracing::error!(%error, "the store could not keep the last writes");
+        tracing::error!(error = %logged::logged(&error), "the store could not keep the last writes");
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ async fn main() -> ExitCode {
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG)),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(ask_user_host::logged::OneLinePerEvent(std::io::stderr))
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let matches = Cli::command().get_matches();
@@ -56,7 +56,7 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     // Every connection holds a descriptor: take all the system allows, then
     // size the connection cap below it (the accept loop never runs out).
     let descriptors = server::raise_descriptor_limit().unwrap_or_else(|error| {
-        tracing::warn!(%error, "could not raise the descriptor limit");
+        tracing::warn!(error = %ask_user_host::logged::logged(&error), "could not raise the descriptor limit");
         server::descriptor_limit()
     });
     let limits = args.limits(descriptors);
@@ -68,6 +68,9 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     if !args.addr.ip().is_loopback() {
         tracing::warn!(addr = %args.addr, "binding a non-loopback address: the token is all that protects the host");
     }
+    // Before binding: a second host on the directory is told where the first
+    // one serves, not that the port is taken.
+    let mut host_lock = args.lock_data_dir()?;
     let listener =
         server::bind(args.addr).map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -83,6 +86,11 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         None => {}
     }
     let url = open_url(addr, &config.token);
+    let config_token = config.token.clone();
+    if let Some(lock) = &mut host_lock {
+        // The address without the token: the file says where, not how to get in.
+        lock.announce(&format!("http://{addr}/"))?;
+    }
     let record = args.open_record()?;
     let state = AppState::recording(config, record);
 
@@ -94,13 +102,30 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     });
 
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{url}")
+    // The token only ever reaches a person's terminal: a redirected stdout is
+    // a log file (`ask-user mcp` keeps `serve.log`) or a pipe, which is read
+    // by more than the person and kept longer than the run.
+    let line = if std::io::IsTerminal::is_terminal(&stdout) {
+        url
+    } else {
+        let base = url
+            .split_once("?token=")
+            .map_or(url.as_str(), |(base, _)| base);
+        format!(
+            "{base} (open it with ?token= and {})",
+            args.token_whereabouts(&config_token)
+        )
+    };
+    writeln!(stdout, "{line}")
         .and_then(|()| stdout.flush())
         .map_err(|e| e.to_string())?;
     drop(stdout);
-    serve_with(listener, state, limits)
+    let served = serve_with(listener, state, limits)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    // Held until the host has stopped serving (and the store is closed).
+    drop(host_lock);
+    served
 }
 
 async fn shutdown_signal() {

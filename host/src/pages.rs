@@ -54,7 +54,7 @@ pub fn router(dist: Option<&Path>) -> Router<AppState> {
         Some(dir) => match PageFiles::dir(dir) {
             Ok(files) => Some(files),
             Err(err) => {
-                tracing::error!(dist = %dir.display(), %err, "cannot serve the page from --dist");
+                tracing::error!(dist = %crate::logged::logged(dir.display()), err = %crate::logged::logged(&err), "cannot serve the page from --dist");
                 None
             }
         },

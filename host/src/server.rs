@@ -210,7 +210,7 @@ async fn on_accept_error(error: &std::io::Error, registry: &Registry, exhausted:
         if let Some(count) = exhausted.due() {
             tracing::warn!(
                 times = count,
-                %error,
+                error = %crate::logged::logged(error),
                 "out of file descriptors while accepting; closing connections that never presented the token (raise the limit or lower --max-connections)"
             );
         }
@@ -218,7 +218,7 @@ async fn on_accept_error(error: &std::io::Error, registry: &Registry, exhausted:
             return;
         }
     } else {
-        tracing::debug!(%error, "accept failed");
+        tracing::debug!(error = %crate::logged::logged(error), "accept failed");
     }
     tokio::time::sleep(Duration::from_millis(20)).await;
 }

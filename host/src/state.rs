@@ -128,8 +128,8 @@ struct Inner {
     inbox_streams: Arc<tokio::sync::Semaphore>,
     /// Event streams open now (pages connected).
     pages: Arc<std::sync::atomic::AtomicUsize>,
-    /// Whether `POST /api/page-opener` already said to open the page.
-    page_opened: std::sync::atomic::AtomicBool,
+    /// This run's id, for `POST /api/page-opener`.
+    run: String,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -224,7 +224,7 @@ impl AppState {
                     crate::inbox::MAX_INBOX_STREAMS,
                 )),
                 pages: Default::default(),
-                page_opened: Default::default(),
+                run: random_token(),
             }),
         }
     }
@@ -237,13 +237,17 @@ impl AppState {
         PageConnected(self.inner.pages.clone())
     }
 
-    /// Whether the caller should open the page now: only while no page is
-    /// connected, and only once per host run (however many agents ask).
-    pub fn claim_page_opener(&self) -> ask_user_core::wire::PageOpener {
-        use std::sync::atomic::Ordering;
-        let pages = self.inner.pages.load(Ordering::SeqCst);
-        let open = pages == 0 && !self.inner.page_opened.swap(true, Ordering::SeqCst);
-        ask_user_core::wire::PageOpener { open, pages }
+    /// Whether a page may be opened now (none is connected), and this run's
+    /// id. It changes nothing: any token holder may ask, so the answer must
+    /// not be something one caller can use up for the others (see
+    /// `mcp_stdio::opener` for how one window per run is kept).
+    pub fn page_opener(&self) -> ask_user_core::wire::PageOpener {
+        let pages = self.inner.pages.load(std::sync::atomic::Ordering::SeqCst);
+        ask_user_core::wire::PageOpener {
+            open: pages == 0,
+            pages,
+            run: self.inner.run.clone(),
+        }
     }
 
     /// The configuration.
@@ -501,24 +505,26 @@ mod tests {
     use ask_user_core::wire::PageOpener;
 
     #[test]
-    fn the_page_opener_says_open_once_per_run_and_only_while_no_page_is_connected() {
+    fn the_page_opener_says_open_while_no_page_is_connected_and_asking_uses_nothing_up() {
         let state = AppState::new(HostConfig::new(random_token(), 1));
+        let run = state.page_opener().run;
+        assert_eq!(run.len(), 32, "{run}");
         let page = state.page_connected();
         let connected = PageOpener {
             open: false,
             pages: 1,
+            run: run.clone(),
         };
-        assert_eq!(state.claim_page_opener(), connected);
+        assert_eq!(state.page_opener(), connected);
         drop(page);
         let open = PageOpener {
             open: true,
             pages: 0,
+            run: run.clone(),
         };
-        assert_eq!(state.claim_page_opener(), open);
-        let opened = PageOpener {
-            open: false,
-            pages: 0,
-        };
-        assert_eq!(state.claim_page_opener(), opened, "once per run");
+        assert_eq!(state.page_opener(), open);
+        assert_eq!(state.page_opener(), open, "a claim uses nothing up");
+        let other = AppState::new(HostConfig::new(random_token(), 1));
+        assert_ne!(other.page_opener().run, run, "each run has its own id");
     }
 }

@@ -7,7 +7,7 @@
 //! token then stays the same across restarts, so a page left open and every
 //! client keep working.
 
-use crate::data_dir::{DataDirArg, create_private_new, ensure_private_dir};
+use crate::data_dir::{DataDirArg, create_private_new, ensure_private_dir, open_private};
 use crate::security::check_token;
 use crate::state::random_token;
 use std::io::{self, Read, Write};
@@ -32,6 +32,7 @@ pub fn kept_or_random(data_dir: &DataDirArg) -> String {
     match data_dir.resolve().and_then(|dir| load_or_create(&dir)) {
         Ok(token) => token,
         Err(why) => {
+            let why = crate::logged::logged(why);
             tracing::warn!(
                 "{why}; using a random token for this run (`ask-user mcp` and `ask-user ask` \
                  cannot find it: pass --token or the printed URL)"
@@ -77,11 +78,25 @@ pub fn load_or_create(dir: &Path) -> Result<String, String> {
 pub fn read(dir: &Path) -> Result<Option<String>, String> {
     let path = token_path(dir);
     let shown = path.display();
-    let file = match std::fs::File::open(&path) {
+    let file = match open_private(&path, std::fs::OpenOptions::new().read(true)) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("token file {shown}: {e}")),
     };
+    #[cfg(unix)]
+    if let Ok(metadata) = file.metadata() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            // Whoever could read it may hold the token: say so, then close it.
+            tracing::warn!(
+                "token file {}: other users could read it (mode {mode:o}); made it private (600). \
+                 Anyone who read it can reach the host: delete it to get a new token",
+                crate::logged::logged(&shown)
+            );
+            let _ = file.set_permissions(std::fs::Permissions::from_mode(0o600));
+        }
+    }
     let mut text = String::new();
     file.take(MAX_TOKEN_FILE_BYTES + 1)
         .read_to_string(&mut text)
@@ -149,6 +164,30 @@ mod tests {
         assert!(check_token(&first).is_ok(), "{first}");
         assert_ne!(kept_or_random(&arg), first, "random per run");
         std::fs::remove_file(&base).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_that_is_a_link_or_another_users_is_refused_and_a_readable_one_made_private() {
+        use std::os::unix::fs::{PermissionsExt, symlink};
+        let base = temp_dir("token-planted");
+        let dir = base.join("ask-user");
+        ensure_private_dir(&dir).unwrap();
+        let planted = base.join("planted");
+        std::fs::write(&planted, "planted-token-0123456789abcdef\n").unwrap();
+        symlink(&planted, token_path(&dir)).unwrap();
+        let refused = read(&dir).unwrap_err();
+        assert!(refused.contains("symbolic link"), "{refused}");
+        assert!(load_or_create(&dir).is_err(), "never the planted token");
+
+        std::fs::remove_file(token_path(&dir)).unwrap();
+        let token = load_or_create(&dir).unwrap();
+        let path = token_path(&dir);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(read(&dir).unwrap().as_deref(), Some(token.as_str()));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "made private again");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

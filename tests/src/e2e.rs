@@ -4,8 +4,9 @@
 //!
 //! Every wait polls with a bound ([`WAIT`]) and fails with a screenshot, the
 //! page's state and the host's log; nothing here sleeps to let time pass.
-//! Like the smoke test, the browser tests run only when
-//! [`E2E_DIST_ENV`](crate::browser::E2E_DIST_ENV) names the build (`cargo xtask test`).
+//! Like the smoke test, the browser tests built on this are `#[ignore]`d;
+//! `cargo xtask test` runs them with [`E2E_DIST_ENV`](crate::browser::E2E_DIST_ENV)
+//! naming the build, and without it they fail and say what is missing.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -556,6 +557,44 @@ impl E2e {
             .click()
             .await
             .unwrap_or_else(|err| panic!("could not click the {} {name:?}: {err}", role.aria()));
+    }
+
+    /// Clicks the control and types `text` at once, as a quick person does: one
+    /// WebDriver action chain (a real mouse click, then real keys into whatever
+    /// has focus), with no round trip in between for the page to catch up.
+    pub async fn click_then_type(&self, role: Role, name: &str, text: &str) {
+        use fantoccini::actions::{
+            InputSource, KeyAction, KeyActions, MOUSE_BUTTON_LEFT, MouseActions, PointerAction,
+        };
+        let element = self.control(role, name).await;
+        let mut mouse = MouseActions::new("mouse".to_owned())
+            .then(PointerAction::MoveToElement {
+                element,
+                duration: None,
+                x: 0.0,
+                y: 0.0,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        // The keys wait out the mouse's three ticks, then go in one by one.
+        let mut keys = KeyActions::new("keyboard".to_owned());
+        for _ in 0..3 {
+            keys = keys.pause(Duration::ZERO);
+        }
+        for key in text.chars() {
+            keys = keys
+                .then(KeyAction::Down { value: key })
+                .then(KeyAction::Up { value: key });
+            mouse = mouse.pause(Duration::ZERO).pause(Duration::ZERO);
+        }
+        self.client()
+            .perform_actions(fantoccini::actions::Actions::from(mouse).and(keys))
+            .await
+            .unwrap_or_else(|err| panic!("could not click {name:?} and type: {err}"));
     }
 
     /// Types `text` into the textbox named `name` (real key events).

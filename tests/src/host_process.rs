@@ -150,7 +150,15 @@ impl HostProcess {
         match found.recv_timeout(PATIENCE) {
             Ok(url) => {
                 (host.origin, host.token) = origin_and_token(&url);
-                host.url = url;
+                // Piped, the host never prints its token: read it where the
+                // line says it is, as a person would.
+                if host.token.is_none() {
+                    host.token = token_from_args(args, &host.data_dir);
+                }
+                host.url = match &host.token {
+                    Some(token) => format!("{}/?token={token}", host.origin),
+                    None => url,
+                };
                 Ok(host)
             }
             Err(err) => {
@@ -302,6 +310,27 @@ fn origin_and_token(url: &str) -> (String, Option<String>) {
         .query_pairs()
         .find_map(|(key, value)| (key == "token").then(|| value.into_owned()));
     (parsed.origin().ascii_serialization(), token)
+}
+
+/// The token a host started with `args` uses: `--token`, else the file of
+/// `--token-file`, else the `token` file in its data directory (`--data-dir`,
+/// else `data_dir`).
+fn token_from_args(args: &[&std::ffi::OsStr], data_dir: &Path) -> Option<String> {
+    let value = |flag: &str| {
+        args.windows(2)
+            .find(|pair| pair[0] == flag)
+            .map(|pair| PathBuf::from(pair[1]))
+    };
+    if let Some(token) = value("--token") {
+        return Some(token.to_string_lossy().into_owned());
+    }
+    let file = value("--token-file").unwrap_or_else(|| {
+        value("--data-dir")
+            .unwrap_or(data_dir.to_owned())
+            .join("token")
+    });
+    let text = std::fs::read_to_string(file).ok()?;
+    Some(text.trim().to_owned())
 }
 
 /// The first `http://` URL in a line of the host's output.

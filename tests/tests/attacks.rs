@@ -648,3 +648,51 @@ async fn a_huge_mcp_client_info_reaches_the_log_truncated_and_only_once() {
     );
     assert!(log.len() < 16 * 1024, "{} bytes of log", log.len());
 }
+
+#[tokio::test]
+async fn a_client_name_with_a_newline_and_escapes_stays_inside_its_own_log_line() {
+    let host = start(&[]);
+    let forged = "2099-01-01T00:00:00Z  WARN x: token=leaked";
+    let name = format!("claude\n{forged}\r\x1b[2J\u{202e}");
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": name, "version": "1\n2"}}});
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let response = within(
+        "initialize",
+        client
+            .post(format!("{}/mcp", host.origin()))
+            .bearer_auth(host.token().unwrap())
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(initialize.to_string())
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    within("the host to log the client", async {
+        while !host.stderr().contains("MCP client initializing") {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let log = host.stderr();
+    let line = log
+        .lines()
+        .find(|line| line.contains("MCP client initializing"))
+        .unwrap();
+    assert!(
+        line.contains(&format!(r"claude\n{forged}\r\u{{1b}}[2J\u{{202e}}")),
+        "the name is on the client's own line, escaped: {line}"
+    );
+    assert!(line.contains(r"1\n2"), "{line}");
+    assert!(
+        !log.lines().any(|l| l.starts_with(forged)),
+        "a forged line: {log}"
+    );
+    assert!(
+        !log.contains(['\x1b', '\r', '\u{202e}']),
+        "escapes reached the log: {log:?}"
+    );
+}

@@ -3,7 +3,9 @@
 //! a question, with the plan-review panel, and in dark mode. Any violation
 //! fails the test, naming the rule and the elements.
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build. Run without that, it
+//! fails and says what is missing.
 
 use ask_user_tests::e2e::E2e;
 use ask_user_tests::node::node_modules;

@@ -3,7 +3,9 @@
 //! `ask-user serve --demo`, each answered in headless Chromium on the page the
 //! real host serves from the Trunk release build.
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build. Run without that, it
+//! fails and says what is missing.
 
 use ask_user_core::AnswerBatch;
 use ask_user_core::tool::TOOL_NAME;

@@ -3,7 +3,9 @@
 //! call, and the inbox (another session's question shows in the list and the
 //! tab's title).
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build. Run without that, it
+//! fails and says what is missing.
 
 use ask_user_tests::e2e::{E2e, Role};
 use reqwest::StatusCode;

@@ -5,7 +5,9 @@
 //! stream and reopens it when it is in front again (the host's replay makes
 //! that lossless).
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build. Run without that, it
+//! fails and says what is missing.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};

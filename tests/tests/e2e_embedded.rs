@@ -3,8 +3,9 @@
 //! Content-Security-Policy (any violation fails the test), an agent's question
 //! is answered in it, and a second navigation fetches no wasm.
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build and the host binary carries
-//! it (`cargo xtask test` sets both up).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build and a host binary that
+//! carries it. Run without that, it fails and says what is missing.
 
 use ask_user_tests::e2e::{E2e, Role};
 use reqwest::StatusCode;

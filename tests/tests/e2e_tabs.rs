@@ -1,7 +1,9 @@
 //! The full loop across browser tabs and reloads: one real agent request each,
 //! headless Chromium on the page the real host serves from the release build.
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build. Run without that, it
+//! fails and says what is missing.
 
 use ask_user_tests::e2e::{E2e, Role};
 use reqwest::StatusCode;
@@ -150,5 +152,62 @@ async fn after_a_reload_mid_answer_the_same_question_and_draft_are_back_and_answ
         s.message_shown && !s.question_shown
     })
     .await;
+    e2e.finish().await;
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn keys_typed_right_after_a_choice_advances_the_question_all_reach_the_answer_box() {
+    let e2e = E2e::start("type-ahead", &[]).await;
+    e2e.open("default").await;
+    let agent = e2e.ask(
+        "default",
+        &json!({"questions": [
+            {"id": "env", "question": "Where should this run first?", "header": "Environment",
+             "options": [{"label": "Staging"}, {"label": "Production"}]},
+            {"id": "why", "question": "Why there?", "header": "Reason"}
+        ]}),
+    );
+    e2e.wait_for("the agent's question to appear", |s| s.question_shown)
+        .await;
+    // The click advances to the free-text item; the keys follow without a pause.
+    e2e.click_then_type(Role::Radio, "Staging", "Needs a dry run")
+        .await;
+    let page = e2e
+        .wait_for("the free-text item with what was typed", |s| {
+            s.item == Some(1) && s.answer_box.as_deref().is_some_and(|t| t.len() >= 10)
+        })
+        .await;
+    assert_eq!(
+        page.answer_box.as_deref(),
+        Some("Needs a dry run"),
+        "no key was lost or typed elsewhere while the question advanced"
+    );
+
+    // Back and Next again: what the person types next follows their draft.
+    e2e.click(Role::Button, "Back").await;
+    e2e.wait_for("the first item", |s| s.item == Some(0)).await;
+    e2e.click_then_type(Role::Button, "Next", " first").await;
+    let page = e2e
+        .wait_for("the longer draft", |s| {
+            s.answer_box.as_deref().is_some_and(|t| t.len() > 15)
+        })
+        .await;
+    assert_eq!(
+        page.answer_box.as_deref(),
+        Some("Needs a dry run first"),
+        "the caret was at the end of the restored draft"
+    );
+    let answer = e2e.control(Role::Textbox, "Your answer").await;
+    e2e.press_enter(&answer).await;
+    let (status, body) = e2e.reply("the agent's answer", agent).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"answers": [
+            {"id": "env", "selected": ["Staging"]},
+            {"id": "why", "selected": [], "custom": "Needs a dry run first"}
+        ]})
+    );
     e2e.finish().await;
 }

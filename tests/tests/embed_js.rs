@@ -4,8 +4,10 @@
 //! the event stream. Plus the host side of the embed's token: the event stream
 //! (and only it) takes `?token=`, because `EventSource` cannot send headers.
 //!
-//! The browser tests run when `ASK_USER_E2E_DIST` names the build (`cargo xtask
-//! test` sets it and builds `dist/embed/` with `cargo xtask build-embed`).
+//! The two browser tests are ignored by a plain `cargo test`; `cargo xtask test`
+//! runs them with `ASK_USER_E2E_DIST` naming the build (after building
+//! `dist/embed/` with `cargo xtask build-embed`). Run without that, they fail
+//! and say what is missing. The HTTP test always runs.
 
 use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;

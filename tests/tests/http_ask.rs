@@ -122,6 +122,40 @@ async fn an_invalid_answer_is_refused_and_the_question_stays_pending() {
 }
 
 #[tokio::test]
+async fn a_100_kb_field_name_or_label_is_quoted_in_the_error_to_80_characters() {
+    let host = TestHost::start().await;
+    let huge = "w".repeat(100_000);
+    let quoted_whole = |body: &Value| {
+        let text = body.to_string();
+        assert!(text.len() < 2000, "a {} byte error", text.len());
+        assert!(text.contains(&"w".repeat(80)), "{text}");
+        assert!(!text.contains(&"w".repeat(81)), "{text}");
+    };
+    let mut request = pick_one();
+    request["questions"][0][huge.as_str()] = json!(1);
+    let (status, body) = within("the ask", host.ask("s1", "", &request))
+        .await
+        .unwrap();
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    quoted_whole(&body);
+
+    let mut tab = host.events("s1").await;
+    tab.replay().await;
+    let ask = host.ask("s1", "", &pick_one());
+    let id = tab.requested().await.id;
+    for answer in [
+        json!({"answers": [{"id": "db", "selected": [huge]}]}),
+        json!({"answers": [{"id": "db", "selected": [], huge.as_str(): 1}]}),
+    ] {
+        let (status, body) = host.answer("s1", &id, &answer).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        quoted_whole(&body);
+    }
+    host.answer("s1", &id, &answer_postgres()).await;
+    within("the ask", ask).await.unwrap();
+}
+
+#[tokio::test]
 async fn a_second_answer_is_not_pending_and_says_it_was_already_answered() {
     let host = TestHost::start().await;
     let mut tab = host.events("s1").await;

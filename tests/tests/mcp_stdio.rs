@@ -528,6 +528,67 @@ async fn with_no_host_three_started_at_once_start_one_host_that_keeps_its_token_
     third.assert_only_json_rpc_on_stdout();
 }
 
+#[cfg(unix)]
+#[tokio::test]
+async fn the_background_hosts_log_says_where_the_token_is_and_never_holds_it() {
+    let base = temp_dir("autostart-log");
+    let data_dir = base.join("data");
+    let _stop = StopHosts(base.clone());
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let mut mcp = Mcp::start(&base, &data_dir, &url, &["--session", "a"], None);
+    mcp.initialize("log").await;
+    assert_eq!(mcp.tool_names(2).await, [TOOL_NAME]);
+    let token_file = data_dir.join("token");
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
+    // The host printed its line before it answered the health check.
+    let log = std::fs::read_to_string(data_dir.join("serve.log")).unwrap();
+    assert!(!log.contains(token), "the token in serve.log: {log}");
+    assert!(
+        log.contains(&format!(
+            "{url}/ (open it with ?token= and the token in {})",
+            token_file.display()
+        )),
+        "{log}"
+    );
+    mcp.assert_only_json_rpc_on_stdout();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_start_lock_held_elsewhere_is_waited_for_boundedly_and_its_holder_named() {
+    use std::io::Write as _;
+    let base = temp_dir("held-lock");
+    let data_dir = base.join("data");
+    std::fs::create_dir_all(&data_dir).unwrap();
+    // As another `ask-user mcp` stuck while starting a host would hold it.
+    let mut held = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(data_dir.join("serve.lock"))
+        .unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    writeln!(held, "{}", std::process::id()).unwrap();
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let mut mcp = Mcp::start(&base, &data_dir, &url, &["--session", "a"], None);
+    mcp.initialize("waiting").await;
+    mcp.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+        .await;
+    let response = mcp.response(2).await;
+    let message = response["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("serve.lock")
+            && message.contains(&format!("process {}", std::process::id()))
+            && message.contains("10 s"),
+        "{response}"
+    );
+    assert!(processes_naming(&data_dir).is_empty(), "no host started");
+    mcp.assert_only_json_rpc_on_stdout();
+    drop(held);
+    std::fs::remove_dir_all(&base).ok();
+}
+
 #[tokio::test]
 async fn the_session_defaults_to_the_working_directorys_name_and_two_directories_give_two_sessions()
 {
@@ -658,4 +719,181 @@ async fn the_browser_opener_runs_once_with_no_page_connected_never_with_a_page_c
     for path in [&dir, &data_dir, &paged_data, &quiet_data] {
         std::fs::remove_dir_all(path).ok();
     }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn another_token_holder_asking_the_page_opener_first_does_not_silence_it() {
+    let dir = temp_dir("opener-claimed");
+    let log = dir.join("opened.log");
+    let opener = stub_opener(&dir, &log);
+    let host = TestHost::start().await;
+    let data_dir = data_dir_for(&host);
+    // Any token holder (a script, another agent) may ask, as often as it likes.
+    for _ in 0..3 {
+        let (status, body) = host.post("/api/page-opener", "").await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+        assert_eq!(body["open"], true, "{body}");
+    }
+    let mut mcp = Mcp::start(
+        &dir,
+        &data_dir,
+        &host.base,
+        &["--session", "c"],
+        Some(&opener),
+    );
+    mcp.initialize("claimed-client").await;
+    mcp.start_call(2, &request("Still open?")).await;
+    mcp.says("opening").await;
+    until("the opener to run", async || !opened(&log).is_empty()).await;
+    assert_eq!(opened(&log).len(), 1);
+    mcp.assert_only_json_rpc_on_stdout();
+    for path in [&dir, &data_dir] {
+        std::fs::remove_dir_all(path).ok();
+    }
+}
+
+/// A stand-in HTTP proxy on loopback: keeps the head of every request it
+/// gets (before answering it) and answers 502.
+async fn recording_proxy() -> (String, Arc<Mutex<Vec<String>>>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let heads = Arc::new(Mutex::new(Vec::new()));
+    let seen = heads.clone();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                seen.lock()
+                    .unwrap()
+                    .push(String::from_utf8_lossy(&head).into_owned());
+                let _ = socket
+                    .write_all(b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    (format!("http://{addr}"), heads)
+}
+
+/// A host name that is not this machine (reached only through the proxy).
+const ELSEWHERE: &str = "http://ask-user-host.example:7411";
+
+#[tokio::test]
+async fn ask_sends_the_kept_token_only_to_a_loopback_host_and_a_given_one_anywhere() {
+    let data_dir = temp_dir("remote-ask");
+    let kept = "kept-token-0123456789abcdefXYZ";
+    std::fs::write(data_dir.join("token"), format!("{kept}\n")).unwrap();
+    let (proxy, heads) = recording_proxy().await;
+    let ask = async |extra: &[&str]| {
+        let mut ask = Command::new(host_binary());
+        ask.args(["ask", "--url", ELSEWHERE, "--session", "a"])
+            .args(extra)
+            .env_remove("ASK_USER_TOKEN")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env("http_proxy", &proxy)
+            .env("HTTP_PROXY", &proxy)
+            .env("ASK_USER_DATA_DIR", &data_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = ask.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(request("Ask?").to_string().as_bytes())
+            .await
+            .unwrap();
+        drop(stdin);
+        let output = within("ask-user ask", child.wait_with_output())
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr)
+    };
+    let (code, stderr) = ask(&[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not this machine") && stderr.contains("--token"),
+        "{stderr}"
+    );
+    assert!(
+        heads.lock().unwrap().is_empty(),
+        "nothing is sent: {:?}",
+        heads.lock().unwrap()
+    );
+    // A token given for that host goes there (through the proxy, as asked).
+    let given = "given-token-0123456789abcdefXYZ";
+    let (code, stderr) = ask(&["--token", given]).await;
+    assert_eq!(code, Some(1), "the proxy's 502: {stderr}");
+    let heads = heads.lock().unwrap().clone();
+    assert!(
+        heads.iter().any(|h| h.contains(&format!("Bearer {given}"))),
+        "{heads:?}"
+    );
+    assert!(!heads.iter().any(|h| h.contains(kept)), "{heads:?}");
+    std::fs::remove_dir_all(&data_dir).ok();
+}
+
+#[tokio::test]
+async fn mcp_refuses_a_host_elsewhere_unless_given_its_token() {
+    let data_dir = temp_dir("remote-mcp");
+    std::fs::write(data_dir.join("token"), "kept-token-0123456789abcdefXYZ\n").unwrap();
+    let output = Command::new(host_binary())
+        .args(["mcp", "--url", ELSEWHERE, "--session", "a"])
+        .env_remove("ASK_USER_TOKEN")
+        .env_remove("ASK_USER_URL")
+        .env("ASK_USER_NO_OPEN", "1")
+        .env("ASK_USER_DATA_DIR", &data_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = within("ask-user mcp", output).await.unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("is not this machine") && stderr.contains("?token="),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+    std::fs::remove_dir_all(&data_dir).ok();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_client_pointed_elsewhere_uses_the_host_already_running_on_its_data_directory() {
+    let base = temp_dir("running-elsewhere");
+    let data_dir = base.join("data");
+    let _stop = StopHosts(base.clone());
+    let running = format!("http://127.0.0.1:{}", free_port());
+    let mut first = Mcp::start(&base, &data_dir, &running, &["--session", "a"], None);
+    first.initialize("first").await;
+    assert_eq!(first.tool_names(2).await, [TOOL_NAME]);
+
+    // Nothing answers at this address, and no second host may start on the
+    // directory (the first holds its lock): the running one serves.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let mut second = Mcp::start(&base, &data_dir, &nowhere, &["--session", "b"], None);
+    second.initialize("second").await;
+    assert_eq!(second.tool_names(2).await, [TOOL_NAME]);
+    let hosts: Vec<(u32, String)> = processes_naming(&data_dir)
+        .into_iter()
+        .filter(|(_, cmdline)| cmdline.contains(" serve "))
+        .collect();
+    assert_eq!(hosts.len(), 1, "one host: {hosts:?}");
+    let said = second.stderr();
+    assert!(!said.contains("starting `ask-user serve`"), "{said}");
+    second.assert_only_json_rpc_on_stdout();
 }

@@ -3,7 +3,9 @@
 //! build can still be a blank page (a bad wasm-opt gives
 //! `WebAssembly.Table.set(): Argument 1 is invalid`), which only a browser sees.
 //!
-//! Runs when `ASK_USER_E2E_DIST` names the build (`cargo xtask test` sets it).
+//! A browser test: plain `cargo test` lists it as ignored; `cargo xtask test`
+//! runs it with `ASK_USER_E2E_DIST` naming the build. Run without that, it
+//! fails and says what is missing.
 
 use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;

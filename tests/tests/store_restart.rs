@@ -153,9 +153,23 @@ impl Host {
         )
     }
 
+    /// `GET /api/health` without the token.
     async fn health(&self) -> Value {
         self.client
             .get(format!("{}/api/health", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// `GET /api/health` with the token.
+    async fn health_with_token(&self) -> Value {
+        self.client
+            .get(format!("{}/api/health", self.base))
+            .bearer_auth(&self.token)
             .send()
             .await
             .unwrap()
@@ -448,7 +462,16 @@ async fn a_read_only_database_file_turns_asks_and_answers_away_with_503_and_degr
     let (status, body) = host.answer("s", &id, "lost?").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "STORE_UNAVAILABLE", "{body}");
+    // Without the token: degraded, but no path (who runs it, and where).
     let health = host.health().await;
+    assert_eq!(health["status"], "degraded", "{health}");
+    let reason = health["store"].as_str().unwrap();
+    assert!(
+        !reason.contains("ask-user.db") && !reason.contains(&*dir.0.to_string_lossy()),
+        "{reason}"
+    );
+    assert!(reason.contains("with the token"), "{reason}");
+    let health = host.health_with_token().await;
     assert_eq!(health["status"], "degraded", "{health}");
     let reason = health["store"].as_str().unwrap();
     assert!(
@@ -513,6 +536,54 @@ async fn a_corrupt_database_file_is_refused_at_start_naming_it_and_left_untouche
     );
     assert!(stderr.contains("does not overwrite it"), "{stderr}");
     assert_eq!(std::fs::read(dir.database()).unwrap(), garbage, "untouched");
+}
+
+#[tokio::test]
+async fn a_second_host_on_one_data_directory_refuses_to_start_naming_the_first_ones_address() {
+    let dir = TempDir::new("store-one-host");
+    let mut first = Host::start(&dir);
+    let mut second = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.data())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A host that starts prints its URL and keeps running: stop it, fail.
+    let mut url = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(second.stdout.take().unwrap()),
+        &mut url,
+    )
+    .unwrap();
+    if !url.is_empty() {
+        let _ = second.kill();
+        let _ = second.wait();
+        panic!("a second host started on the same data directory: {url}");
+    }
+    let second = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "refused: {stderr}");
+    assert!(
+        stderr.contains(&format!("it serves {}/", first.base)),
+        "names the running host: {stderr}"
+    );
+    assert!(
+        stderr.contains(&dir.data().display().to_string()),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&first.token), "never the token: {stderr}");
+    assert!(first.process.is_running());
+    assert!(
+        first.pending("s").await.is_empty(),
+        "the first still serves"
+    );
+
+    // The lock goes with the process, however it ends: a kill frees the directory.
+    first.process.kill();
+    let again = Host::start(&dir);
+    assert!(again.pending("s").await.is_empty());
 }
 
 /// Runs `ask-user history --data-dir <dir> <args…>`; its stdout, or its stderr on failure.

@@ -378,3 +378,240 @@ fn the_browser_test_scan_sees_helpers_and_ignores_strings_and_comments() {
         ["unmarked_through_a_helper", "unmarked_direct"]
     );
 }
+
+/// The Markdown a newcomer reads: the README, ARCHITECTURE.md and every page in `docs/`.
+fn documentation_files() -> Vec<PathBuf> {
+    let mut files = vec![root().join("README.md"), root().join("ARCHITECTURE.md")];
+    let docs = root().join("docs");
+    for entry in std::fs::read_dir(&docs).expect("docs/") {
+        let path = entry.expect("a directory entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `text` with fenced code blocks and inline code spans blanked out (every
+/// character but a newline becomes a space), so line numbers stay those of
+/// the file and nothing quoted as code is taken for a link or a heading.
+fn prose_only(text: &str) -> String {
+    let mut prose = String::with_capacity(text.len());
+    let mut fence: Option<String> = None;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let marker: String = trimmed
+            .chars()
+            .take_while(|&c| c == '`' || c == '~')
+            .collect();
+        let blank = |prose: &mut String| {
+            prose.extend(line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+        };
+        match &fence {
+            Some(open) => {
+                if marker.len() >= open.len() && marker.starts_with(&open[..1]) {
+                    fence = None;
+                }
+                blank(&mut prose);
+            }
+            None if marker.len() >= 3
+                && marker.chars().all(|c| c == marker.as_bytes()[0] as char) =>
+            {
+                fence = Some(marker);
+                blank(&mut prose);
+            }
+            None => prose.push_str(line),
+        }
+    }
+    // Inline code: a run of N backticks up to the next run of exactly N (it may cross lines).
+    let bytes = prose.as_bytes();
+    let mut out = prose.clone().into_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'`' {
+            at += 1;
+            continue;
+        }
+        let run = bytes[at..].iter().take_while(|&&b| b == b'`').count();
+        let mut end = None;
+        let mut look = at + run;
+        while look < bytes.len() {
+            if bytes[look] == b'`' {
+                let close = bytes[look..].iter().take_while(|&&b| b == b'`').count();
+                if close == run {
+                    end = Some(look + close);
+                    break;
+                }
+                look += close;
+            } else {
+                look += 1;
+            }
+        }
+        match end {
+            Some(end) => {
+                for byte in &mut out[at..end] {
+                    if *byte != b'\n' {
+                        *byte = b' ';
+                    }
+                }
+                at = end;
+            }
+            None => at += run,
+        }
+    }
+    // A span is blanked byte by byte from backtick to backtick, so a character
+    // it held is never cut: the bytes stay UTF-8.
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every inline link and image target in `text` (`[text](target)`,
+/// `![alt](target)`) outside code, with its line number.
+fn markdown_links(text: &str) -> Vec<(usize, String)> {
+    let prose = prose_only(text);
+    let mut links = Vec::new();
+    let mut search = 0;
+    while let Some(at) = prose[search..].find("](").map(|p| p + search) {
+        let start = at + 2;
+        let Some(len) = prose[start..].find([')', ' ', '\n']) else {
+            break;
+        };
+        let target = &prose[start..start + len];
+        if !target.is_empty() {
+            let line = prose[..at].matches('\n').count() + 1;
+            links.push((line, target.to_owned()));
+        }
+        search = start + len;
+    }
+    links
+}
+
+/// The anchors GitHub gives the headings of `text`: lowercased, punctuation
+/// dropped (letters, digits, `-`, `_` and spaces stay), spaces turned into
+/// `-`, and `-1`, `-2`, … after a repeated one.
+fn heading_anchors(text: &str) -> BTreeSet<String> {
+    let prose = prose_only(text);
+    let mut anchors = BTreeSet::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    // Headings are read from the text, not the blanked prose, so code in a
+    // heading keeps its words; the prose only says which lines are in a fence.
+    for (line, blanked) in text.lines().zip(prose.lines()) {
+        let hashes = blanked.chars().take_while(|&c| c == '#').count();
+        if !(1..=6).contains(&hashes) || !line[hashes..].starts_with(' ') {
+            continue;
+        }
+        let slug: String = line[hashes..]
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter(|&c| c.is_alphanumeric() || c == '-' || c == '_' || c == ' ')
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let count = seen.entry(slug.clone()).or_insert(0);
+        anchors.insert(if *count == 0 {
+            slug.clone()
+        } else {
+            format!("{slug}-{count}")
+        });
+        *count += 1;
+    }
+    anchors
+}
+
+/// The relative links of `files` that name no file, or no heading of the
+/// Markdown file they name: `file:line: target: why`.
+fn broken_links(files: &[PathBuf]) -> Vec<String> {
+    let mut broken = Vec::new();
+    for file in files {
+        let text =
+            std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        for (line, target) in markdown_links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, anchor) = match target.split_once('#') {
+                Some((path, anchor)) => (path, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let linked = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().expect("a file's folder").join(path)
+            };
+            let why = if !linked.exists() {
+                Some("no such file".to_owned())
+            } else if let Some(anchor) = anchor {
+                match std::fs::read_to_string(&linked) {
+                    Ok(linked_text) if linked.extension().is_some_and(|e| e == "md") => {
+                        let anchors = heading_anchors(&linked_text);
+                        (!anchors.contains(anchor))
+                            .then(|| format!("no heading with this anchor; there are {anchors:?}"))
+                    }
+                    _ => Some("an anchor into a file that is not Markdown".to_owned()),
+                }
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                broken.push(format!("{}:{line}: {target}: {why}", file.display()));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn every_relative_link_in_the_readme_and_docs_names_a_file_and_heading_that_exist() {
+    let files = documentation_files();
+    assert!(
+        files.iter().any(|f| f.ends_with("docs/http-api.md")),
+        "the scan found no docs/ pages: {files:?}"
+    );
+    let broken = broken_links(&files);
+    assert!(
+        broken.is_empty(),
+        "these links lead nowhere (fix the link, or the heading it names): {broken:#?}"
+    );
+}
+
+#[test]
+fn the_link_check_finds_missing_files_and_anchors_and_skips_code() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("tidy-links");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("docs")).expect("a scratch folder");
+    let readme = dir.join("README.md");
+    let page = dir.join("docs/page.md");
+    std::fs::write(
+        &page,
+        "# A page\n\n## MCP over stdio: `ask-user mcp`\n\n## Twice\n\n## Twice\n\n```sh\n# not a heading\n```\n",
+    )
+    .expect("a page");
+    std::fs::write(
+        &readme,
+        "# Top\n\n\
+         [ok](docs/page.md) [ok](docs/page.md#mcp-over-stdio-ask-user-mcp) [ok](#top)\n\
+         [ok](docs/page.md#twice-1) ![ok](docs/page.md \"title\")\n\
+         [gone](docs/missing.md)\n\
+         [no anchor](docs/page.md#not-a-heading)\n\
+         [no self anchor](#nowhere)\n\
+         `[code](docs/missing.md)` [web](https://example.invalid/x)\n\n\
+         ```md\n[fenced](docs/missing.md)\n```\n",
+    )
+    .expect("a readme");
+    let broken = broken_links(&[readme.clone(), page]);
+    let lines: Vec<String> = broken
+        .iter()
+        .map(|b| b.split(": ").next().unwrap_or_default().to_owned())
+        .collect();
+    let shown = readme.display();
+    assert_eq!(
+        lines,
+        [
+            format!("{shown}:5"),
+            format!("{shown}:6"),
+            format!("{shown}:7"),
+        ],
+        "{broken:#?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,6 +50,7 @@ pub fn QuestionComposer(
     let slot = use_composer_slot();
     let root = NodeRef::<html::Section>::new();
     let uid = next_uid();
+    let carets = StoredValue::new(Carets::default());
 
     if let Some(slot) = slot {
         Effect::new(move |_| slot.set_claim(QUESTION_ENTRY, vm.with(|v| v.slot_taken)));
@@ -71,7 +72,7 @@ pub fn QuestionComposer(
         screen.get()?;
         let body = vm.with_untracked(|v| v.active.as_ref().map(|a| a.body.clone()))?;
         Some(match body {
-            Body::Item(item) => Either::Left(view! { <Item session texts uid item /> }),
+            Body::Item(item) => Either::Left(view! { <Item session texts uid item carets /> }),
             Body::PlanReview(panel) => {
                 Either::Right(view! { <PlanReview session texts uid panel /> })
             }
@@ -196,6 +197,11 @@ pub(crate) fn enter_sends(
 
 /// Moves DOM focus once per new focus intent, after the render of the same
 /// state. An intent older than the composer is not applied.
+///
+/// The move is a microtask, not a timeout: it runs after every render the same
+/// change woke (they are tasks of the same executor run) and before the
+/// browser's next task, so a key typed right after a question advances reaches
+/// the control it was meant for instead of the one focus was leaving.
 fn follow_focus(
     vm: RwSignal<ViewModel>,
     root: NodeRef<html::Section>,
@@ -206,10 +212,48 @@ fn follow_focus(
         let focus = vm.with(|v| v.focus);
         let version = focus.map(|f| f.version);
         if let Some(focus) = focus.filter(|_| version != applied.unwrap_or(at_mount)) {
-            set_timeout(move || focus_on(focus.value, root, slot), Duration::ZERO);
+            queue_microtask(move || focus_on(focus.value, root, slot));
         }
         version
     });
+}
+
+/// Where the person left the caret in each item's text box of one request, so
+/// a box rendered anew (Back, then Next) gets it back; a restored draft with no
+/// remembered caret (after a reload) gets it at its end.
+#[derive(Default)]
+struct Carets {
+    question_id: String,
+    by_item: Vec<(usize, Caret)>,
+}
+
+/// A text box's selection, in UTF-16 code units as the DOM counts them.
+#[derive(Clone, Copy)]
+struct Caret {
+    start: u32,
+    end: u32,
+}
+
+impl Carets {
+    fn remember(&mut self, question_id: &str, item: usize, caret: Caret) {
+        if self.question_id != question_id {
+            *self = Self {
+                question_id: question_id.to_owned(),
+                by_item: Vec::new(),
+            };
+        }
+        self.by_item.retain(|(index, _)| *index != item);
+        self.by_item.push((item, caret));
+    }
+
+    /// The remembered caret of `item`, if it still fits a text of `len` units.
+    fn recall(&self, question_id: &str, item: usize, len: u32) -> Option<Caret> {
+        (self.question_id == question_id)
+            .then(|| self.by_item.iter().find(|(index, _)| *index == item))
+            .flatten()
+            .map(|(_, caret)| *caret)
+            .filter(|caret| caret.end <= len)
+    }
 }
 
 /// Focuses a control of the rendered request (the panel itself when the
@@ -344,8 +388,11 @@ fn Item(
     texts: &'static Texts,
     uid: usize,
     item: ItemView,
+    carets: StoredValue<Carets>,
 ) -> impl IntoView {
     let vm = session.view_model();
+    let request_id = with_active(vm, |a| a.id.clone()).unwrap_or_default();
+    let index = item.index;
     let multi = item.multi_select;
     let has_options = !item.options.is_empty();
     let question_id = format!("auq-{uid}-q");
@@ -354,7 +401,11 @@ fn Item(
 
     let text_ref = NodeRef::<html::Textarea>::new();
     // Keep the box in step with the state (restore, skip) without touching it
-    // while the person types: the same value is never written back.
+    // while the person types: the same value is never written back. A written
+    // value puts the caret where the person left it in this box, else at the
+    // end, so what they type next follows their draft.
+    // Copy, so every listener below can hold it.
+    let request_id = StoredValue::new(request_id);
     Effect::new(move |_| {
         let text = vm.with(|v| {
             v.item()
@@ -365,8 +416,30 @@ fn Item(
             && el.value() != text
         {
             el.set_value(&text);
+            let len = u32::try_from(text.encode_utf16().count()).unwrap_or(u32::MAX);
+            let caret = carets
+                .try_with_value(|c| request_id.try_with_value(|id| c.recall(id, index, len)))
+                .flatten()
+                .flatten()
+                .unwrap_or(Caret {
+                    start: len,
+                    end: len,
+                });
+            let _ = el.set_selection_range(caret.start, caret.end);
         }
     });
+    // Also runs for the blur of a box being removed (the batch was sent), when
+    // this item's values are gone: it then does nothing.
+    let remember_caret = move || {
+        let Some(el) = text_ref.try_get_untracked().flatten() else {
+            return;
+        };
+        if let (Ok(Some(start)), Ok(Some(end))) = (el.selection_start(), el.selection_end()) {
+            let caret = Caret { start, end };
+            request_id
+                .try_with_value(|id| carets.try_update_value(|c| c.remember(id, index, caret)));
+        }
+    };
     let text_id = format!("auq-{uid}-text");
     let (text_label, placeholder, data_role, rows_attr) = match item.text_box.role {
         TextBoxRole::Other => (texts.other, texts.other_placeholder, "other", "1"),
@@ -406,7 +479,13 @@ fn Item(
                     }
                     on:compositionstart=move |_| session.dispatch(Action::CompositionStart)
                     on:compositionend=move |_| session.dispatch(Action::CompositionEnd)
-                    on:blur=move |_| session.dispatch(Action::Blur)
+                    // Where the person moves the caret: keys, a pointer, leaving the box.
+                    on:keyup=move |_| remember_caret()
+                    on:pointerup=move |_| remember_caret()
+                    on:blur=move |_| {
+                        remember_caret();
+                        session.dispatch(Action::Blur);
+                    }
                 ></textarea>
             </div>
             <StatusLine session texts />

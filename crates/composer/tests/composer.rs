@@ -1186,3 +1186,111 @@ async fn reply_instead_sends_the_answers_so_far_and_the_message_and_enter_in_it_
         ], "note": "Let us talk first."}})]
     );
 }
+
+/// Lets pending microtasks run (renders, effects) but no timer: what the
+/// browser finishes before it takes the next key from the queue.
+async fn before_the_next_task() {
+    for _ in 0..8 {
+        wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(
+            &wasm_bindgen::JsValue::NULL,
+        ))
+        .await
+        .unwrap();
+    }
+}
+
+fn caret(element: &web_sys::HtmlElement) -> (u32, u32) {
+    let area: &web_sys::HtmlTextAreaElement = element.dyn_ref().expect("a textarea");
+    (
+        area.selection_start().unwrap().unwrap(),
+        area.selection_end().unwrap().unwrap(),
+    )
+}
+
+#[wasm_bindgen_test]
+async fn focus_reaches_the_next_question_before_the_browser_takes_the_next_key() {
+    let page = page_with_batch("k1").await;
+    click(&page.options()[1]);
+    before_the_next_task().await;
+    assert_eq!(page.question(), "Which checks?");
+    assert_eq!(
+        active()
+            .and_then(|e| e.get_attribute("data-option-index"))
+            .as_deref(),
+        Some("0"),
+        "a key typed right after the click lands on the new question's first option"
+    );
+    press("1");
+    press("Enter");
+    before_the_next_task().await;
+    assert_eq!(page.question(), "What should we call it?");
+    assert_eq!(
+        active()
+            .and_then(|e| e.get_attribute("data-auq"))
+            .as_deref(),
+        Some("text"),
+        "a key typed right after Enter lands in the free-text box, not on the option it left"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_restored_draft_puts_the_caret_at_its_end_and_a_caret_the_person_moved_is_kept() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    host.set_replay(vec![requested("c1", 1, BATCH)]);
+    {
+        let page = mount(&host);
+        settle().await;
+        click(&page.options()[0]);
+        settle().await;
+        press("1");
+        click(&page.button("Next"));
+        settle().await;
+        type_into(&page.text_box(), "Orbit");
+        settle().await;
+    } // a reload
+
+    let page = mount(&host);
+    settle().await;
+    assert_eq!(page.question(), "What should we call it?");
+    page.text_box().focus().unwrap();
+    assert_eq!(
+        caret(&page.text_box()),
+        (5, 5),
+        "after a reload the caret follows the restored draft"
+    );
+
+    // Back and Next render the box anew: the caret is at the draft's end.
+    let back = page.button("Back");
+    back.focus().unwrap();
+    click(&back);
+    settle().await;
+    click(&page.button("Next"));
+    settle().await;
+    assert_eq!(
+        active()
+            .and_then(|e| e.get_attribute("data-auq"))
+            .as_deref(),
+        Some("text")
+    );
+    assert_eq!(
+        caret(&page.text_box()),
+        (5, 5),
+        "at the end, not before the draft"
+    );
+
+    // The person puts the caret after "Or" and leaves: it comes back there.
+    let area: web_sys::HtmlTextAreaElement = page.text_box().dyn_into().unwrap();
+    area.set_selection_range(2, 2).unwrap();
+    let back = page.button("Back");
+    back.focus().unwrap();
+    click(&back);
+    settle().await;
+    click(&page.button("Next"));
+    settle().await;
+    assert_eq!(
+        caret(&page.text_box()),
+        (2, 2),
+        "the person's own caret is kept"
+    );
+}

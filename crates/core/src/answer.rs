@@ -1,6 +1,8 @@
 //! The answer batch, its validation against the request, and normalisation.
 
-use crate::error::{ErrorCode, UserInteractionError};
+use crate::error::{
+    ErrorCode, MAX_QUOTED_CHARS, UserInteractionError, quoted, shorten, shorten_quotes_in,
+};
 use crate::limits::{MAX_CUSTOM_CHARS, MAX_NOTE_CHARS, MAX_OPTIONS};
 use crate::request::{AskRequest, Question, expect_object};
 use serde::{Deserialize, Serialize};
@@ -90,9 +92,10 @@ impl AnswerBatch {
             }
         }
         serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
+            let path = shorten(&e.path().to_string(), MAX_QUOTED_CHARS);
             let path = if path == "." { "answer batch" } else { &path };
-            UserInteractionError::bad_answer(format!("{path}: {}", e.inner()))
+            let inner = shorten_quotes_in(&e.inner().to_string());
+            UserInteractionError::bad_answer(format!("{path}: {inner}"))
         })
     }
 
@@ -120,14 +123,14 @@ impl AnswerBatch {
         for (index, answer) in self.answers.iter_mut().enumerate() {
             let Some(position) = request.questions.iter().position(|q| q.id == answer.id) else {
                 return Err(UserInteractionError::bad_answer(format!(
-                    "answers[{index}].id: {:?} is not a question of this request",
-                    answer.id
+                    "answers[{index}].id: {} is not a question of this request",
+                    quoted(&answer.id)
                 )));
             };
             if std::mem::replace(&mut answered[position], true) {
                 return Err(UserInteractionError::bad_answer(format!(
-                    "answers[{index}].id: {:?} is answered more than once",
-                    answer.id
+                    "answers[{index}].id: {} is answered more than once",
+                    quoted(&answer.id)
                 )));
             }
             normalize_answer(index, &request.questions[position], answer)?;
@@ -150,8 +153,9 @@ impl AnswerBatch {
             .find_map(|(q, done)| (!done).then_some(q))
         {
             return Err(UserInteractionError::bad_answer(format!(
-                "answers: question {:?} has no answer (send {{\"id\": {:?}, \"selected\": []}} to skip it)",
-                missing.id, missing.id
+                "answers: question {} has no answer (send {{\"id\": {}, \"selected\": []}} to skip it)",
+                quoted(&missing.id),
+                quoted(&missing.id)
             )));
         }
         if !order.is_sorted() {
@@ -201,7 +205,7 @@ fn normalize_answer(
     answer: &mut Answer,
 ) -> Result<(), UserInteractionError> {
     // Formatted only on failure.
-    let at = || format!("answers[{index}] (question {:?})", question.id);
+    let at = || format!("answers[{index}] (question {})", quoted(&question.id));
     if let Some(custom) = answer.custom.take() {
         let trimmed = custom.trim();
         // At most MAX_CUSTOM_CHARS bytes means at most that many chars: skip the count.
@@ -233,8 +237,9 @@ fn normalize_answer(
     for label in &answer.selected {
         let Some(position) = options.iter().position(|o| o.label == *label) else {
             return Err(UserInteractionError::bad_answer(format!(
-                "{}.selected: {label:?} is not one of the question's options",
-                at()
+                "{}.selected: {} is not one of the question's options",
+                at(),
+                quoted(label)
             )));
         };
         // An unvalidated request may hold more options than MAX_OPTIONS; such
@@ -245,8 +250,9 @@ fn normalize_answer(
         };
         if repeated {
             return Err(UserInteractionError::bad_answer(format!(
-                "{}.selected: {label:?} is selected more than once",
-                at()
+                "{}.selected: {} is selected more than once",
+                at(),
+                quoted(label)
             )));
         }
     }

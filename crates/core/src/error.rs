@@ -5,6 +5,59 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+/// The most characters of a value from outside (a field name, a label, an
+/// id) an error message quotes: a message stays small whatever it was sent.
+pub const MAX_QUOTED_CHARS: usize = 80;
+
+/// At most `max` characters of `text`, then `…` when some were left out.
+pub fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// `text` as an error message quotes a value from outside: in double quotes
+/// with escapes (`{:?}`), at most [`MAX_QUOTED_CHARS`] characters of it.
+pub fn quoted(text: &str) -> String {
+    format!("{:?}", shorten(text, MAX_QUOTED_CHARS))
+}
+
+/// `message` (serde's words about a value from outside) with every span in
+/// backticks or double quotes cut to [`MAX_QUOTED_CHARS`] characters:
+/// serde quotes an unknown field, variant or string whole.
+pub fn shorten_quotes_in(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(1024));
+    let mut rest = message;
+    while let Some(open) = rest.find(['`', '"']) {
+        let delimiter = rest.as_bytes()[open] as char;
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        // A `"`-quoted span is Rust's `{:?}`: `\"` does not close it.
+        let close = if delimiter == '"' {
+            let mut escaped = false;
+            rest.char_indices()
+                .find(|&(_, c)| {
+                    let closes = c == '"' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    closes
+                })
+                .map(|(at, _)| at)
+        } else {
+            rest.find('`')
+        };
+        let Some(close) = close else {
+            out.push_str(&shorten(rest, MAX_QUOTED_CHARS));
+            return out;
+        };
+        out.push_str(&shorten(&rest[..close], MAX_QUOTED_CHARS));
+        out.push(delimiter);
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The machine-routable part of a [`UserInteractionError`].
 ///
 /// A caller routes on the code, never on the message: `AskCancelled` (the person

@@ -1,7 +1,9 @@
 //! The request: the `ask_user_question` tool's arguments, and every rule that
 //! checks it.
 
-use crate::error::{ErrorCode, UserInteractionError};
+use crate::error::{
+    ErrorCode, MAX_QUOTED_CHARS, UserInteractionError, quoted, shorten, shorten_quotes_in,
+};
 use crate::limits::*;
 use crate::shape::{Document, objects_where_expected};
 use serde::{Deserialize, Serialize};
@@ -27,7 +29,8 @@ pub struct Question {
     /// A short chip shown above the question (at most 40 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
-    /// Supporting text rendered with the question; never an option.
+    /// Supporting text rendered with the question, as Markdown (the sanitised
+    /// subset of [`crate::markdown`]); never an option.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The options; a question without options collects free text.
@@ -137,8 +140,8 @@ impl AskRequest {
             // At most ten questions: a scan beats hashing.
             if self.questions[..index].iter().any(|q| q.id == question.id) {
                 return Err(UserInteractionError::bad_request(format!(
-                    "questions[{index}].id: {:?} is used by an earlier question; ids must be unique in a request",
-                    question.id
+                    "questions[{index}].id: {} is used by an earlier question; ids must be unique in a request",
+                    quoted(&question.id)
                 )));
             }
         }
@@ -205,8 +208,8 @@ impl Question {
                 .any(|earlier| earlier.label.trim() == label)
             {
                 return Err(UserInteractionError::bad_request(format!(
-                    "questions[{index}].options[{o}].label: {:?} repeats an earlier option's label; labels must be unique within a question",
-                    option.label
+                    "questions[{index}].options[{o}].label: {} repeats an earlier option's label; labels must be unique within a question",
+                    quoted(&option.label)
                 )));
             }
         }
@@ -218,8 +221,8 @@ impl Question {
         if let Some(intent) = &self.intent {
             if !options.iter().any(|o| o.label == intent.approve) {
                 return Err(UserInteractionError::bad_intent(format!(
-                    "questions[{index}].intent.approve: {:?} is not one of this question's option labels",
-                    intent.approve
+                    "questions[{index}].intent.approve: {} is not one of this question's option labels",
+                    quoted(&intent.approve)
                 )));
             }
             if self.detail.as_deref().is_none_or(|d| d.trim().is_empty()) {
@@ -282,8 +285,10 @@ const REMOVED_FIELD_HINTS: [(&str, &str); 4] = [
 ];
 
 fn parse_error<E: std::fmt::Display>(error: serde_path_to_error::Error<E>) -> UserInteractionError {
-    let path = error.path().to_string();
-    let inner = error.inner().to_string();
+    // A path names an unknown key whole, and serde quotes it whole again.
+    let path = shorten(&error.path().to_string(), MAX_QUOTED_CHARS);
+    let full_inner = error.inner().to_string();
+    let inner = shorten_quotes_in(&full_inner);
     // Only errors inside a question's `intent` object are BAD_INTENT, not an
     // unknown sibling field whose name merely contains "intent".
     let in_intent = error
@@ -306,7 +311,7 @@ fn parse_error<E: std::fmt::Display>(error: serde_path_to_error::Error<E>) -> Us
         format!("{path}: {inner}")
     };
     for (field, hint) in REMOVED_FIELD_HINTS {
-        if inner.starts_with(&format!("unknown field `{field}`")) {
+        if full_inner.starts_with(&format!("unknown field `{field}`")) {
             message.push_str(" (");
             message.push_str(hint);
             message.push(')');

@@ -41,8 +41,8 @@ impl SessionId {
             Ok(Self(session.to_owned()))
         } else {
             Err(UserInteractionError::bad_request(format!(
-                "session: {:?} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -",
-                shorten(session, 80)
+                "session: {} is not a session id; use 1 to {MAX_SESSION_CHARS} of A-Z a-z 0-9 _ -",
+                crate::error::quoted(session)
             )))
         }
     }
@@ -111,14 +111,6 @@ impl PartialEq<str> for SessionId {
 impl PartialEq<&str> for SessionId {
     fn eq(&self, other: &&str) -> bool {
         self.0 == *other
-    }
-}
-
-/// At most `max` characters of untrusted `text`, for echoing it in a message.
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }
 

@@ -286,6 +286,10 @@ impl TranscriptEntry {
 pub struct Transcript {
     /// Messages and records in time order.
     pub entries: Vec<TranscriptEntry>,
+    /// The demo agent (`ask-user serve --demo`) listens in this session: a
+    /// message starts its questions (the empty page says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub demo_agent: bool,
 }
 
 /// One session of `GET /api/sessions` and of `inbox/changed`.
@@ -304,6 +308,10 @@ pub struct SessionEntry {
     /// [`MAX_FIRST_QUESTION_CHARS`] characters (see [`preview`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_question: Option<String>,
+    /// The newest pending batch's first question, cut like `first_question`:
+    /// what a notification of an arrival names (`None` from an older host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest_question: Option<String>,
 }
 
 impl SessionEntry {
@@ -464,15 +472,21 @@ pub struct StatusBody {
     pub status: String,
 }
 
-/// The body of `POST /api/page-opener`: whether the caller should open the
-/// page in a browser (`open`: no page is connected and none was opened for
-/// this host run; `true` once per run) and how many pages are connected.
+/// The body of `POST /api/page-opener`: whether a page may be opened in a
+/// browser now (`open`: no page is connected), how many pages are connected,
+/// and which host run this is. Asking changes nothing on the host: opening
+/// once per run is the opener's to keep (`ask-user mcp` marks the run in its
+/// data directory), so no caller can use the answer up for another.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageOpener {
-    /// Open the page now.
+    /// No page is connected: one may be opened.
     pub open: bool,
     /// Event streams (pages) connected to the host.
     pub pages: usize,
+    /// This host run's id (random, new at every start); empty from hosts
+    /// older than it.
+    #[serde(default)]
+    pub run: String,
 }
 
 /// The body of `POST /api/sessions/{session}/messages`.

@@ -208,3 +208,92 @@ fn a_core_error_becomes_a_wire_error_and_back() {
     assert_eq!(wire.to_core(), Some(error));
     assert_eq!(WireError::new("UNAUTHORIZED", "no token").to_core(), None);
 }
+
+/// Every way a request or an answer batch can name a value from outside
+/// (an unknown field, a label, an id, an enum variant, a string where an
+/// object was due) quotes at most `MAX_QUOTED_CHARS` of it.
+#[test]
+fn an_error_quotes_at_most_80_characters_of_any_value_it_was_sent() {
+    use ask_user_core::error::MAX_QUOTED_CHARS;
+    use ask_user_core::{AnswerBatch, AskRequest};
+    let huge = "w".repeat(100_000);
+    let question = |extra: serde_json::Value| {
+        let mut q = json!({"id": "db", "question": "Which?",
+            "options": [{"label": "Postgres"}, {"label": "SQLite"}]});
+        q.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"questions": [q]})
+    };
+    let requests = [
+        question(json!({ huge.clone(): 1 })),
+        json!({ huge.clone(): [] }),
+        question(json!({"multi_select": huge.clone()})),
+        question(json!({"intent": {"kind": huge.clone(), "approve": "Postgres"}})),
+        question(
+            json!({"intent": {"kind": "plan-review", "approve": huge.clone()},
+            "detail": "the plan"}),
+        ),
+        question(json!({"options": [{"label": "a"}, {"label": "a", huge.clone(): 1}]})),
+    ];
+    for request in requests {
+        for error in [
+            AskRequest::from_value(request.clone()).unwrap_err(),
+            AskRequest::from_json(&request.to_string()).unwrap_err(),
+        ] {
+            assert!(
+                error.message.len() < 1000 && error.message.contains(&"w".repeat(MAX_QUOTED_CHARS)),
+                "{} bytes: {}…",
+                error.message.len(),
+                &error.message[..200.min(error.message.len())]
+            );
+            assert!(!error.message.contains(&"w".repeat(MAX_QUOTED_CHARS + 1)));
+        }
+    }
+    let request = AskRequest::from_value(question(json!({}))).unwrap();
+    let batches = [
+        json!({"answers": [{"id": huge.clone(), "selected": []}]}),
+        json!({"answers": [{"id": "db", "selected": [huge.clone()]}]}),
+        json!({"answers": [{"id": "db", "selected": [], huge.clone(): 1}]}),
+        json!({huge.clone(): []}),
+    ];
+    for batch in batches {
+        let error = AnswerBatch::from_value(batch)
+            .and_then(|batch| batch.normalize(&request))
+            .unwrap_err();
+        assert!(
+            error.message.len() < 1000 && error.message.contains(&"w".repeat(MAX_QUOTED_CHARS)),
+            "{} bytes: {}…",
+            error.message.len(),
+            &error.message[..200.min(error.message.len())]
+        );
+        assert!(!error.message.contains(&"w".repeat(MAX_QUOTED_CHARS + 1)));
+    }
+}
+
+#[test]
+fn quotes_in_serdes_words_are_cut_and_stay_closed() {
+    use ask_user_core::error::shorten_quotes_in;
+    let long = "x".repeat(100);
+    let cut = format!("{}…", "x".repeat(80));
+    assert_eq!(
+        shorten_quotes_in(&format!(
+            "unknown field `{long}`, expected one of `id`, `question`"
+        )),
+        format!("unknown field `{cut}`, expected one of `id`, `question`")
+    );
+    assert_eq!(
+        shorten_quotes_in(&format!(
+            r#"invalid type: string "a\"{long}", expected a boolean"#
+        )),
+        format!(
+            r#"invalid type: string "a\"{}…", expected a boolean"#,
+            "x".repeat(77)
+        )
+    );
+    assert_eq!(shorten_quotes_in("no quotes"), "no quotes");
+    assert_eq!(
+        shorten_quotes_in(&format!("open `{long}")),
+        format!("open `{cut}")
+    );
+}

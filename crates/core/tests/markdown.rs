@@ -509,6 +509,41 @@ fn a_few_entities_and_backslash_escapes_become_characters() {
     );
 }
 
+/// A browser strips only C0 controls and spaces around a URL (and tabs and
+/// newlines anywhere in it); Unicode white space it keeps, which makes the
+/// target relative: `\u{2028}https://x/../../../api/history` is this host's
+/// `/api/history`.
+#[test]
+fn a_target_is_checked_as_a_browser_parses_it_and_emitted_as_checked() {
+    for prefix in ["\u{2028}", "\u{a0}", "\u{3000}", "\u{feff}", "\u{200b}"] {
+        let target = format!("{prefix}https://x/../../../api/history");
+        assert_eq!(
+            parse(&format!("[x]({target})")),
+            vec![p(vec![text("x")])],
+            "{target:?}"
+        );
+        assert_eq!(
+            parse(&format!("[x](<{target}>)")),
+            vec![p(vec![text("x")])],
+            "{target:?}"
+        );
+        assert!(!is_safe_url(&target), "{target:?}");
+    }
+    // What a browser strips and removes is gone from the emitted target.
+    assert_eq!(
+        parse("[x](< \thttps://e.x/a\tb\u{1} >)"),
+        vec![p(vec![a("https://e.x/ab", vec![text("x")])])]
+    );
+    assert_eq!(
+        parse("[x](<htt\tps://e.x>)"),
+        vec![p(vec![a("https://e.x", vec![text("x")])])]
+    );
+    assert_eq!(
+        parse("[x](<java\tscript:alert(1)>)"),
+        vec![p(vec![text("x")])]
+    );
+}
+
 #[test]
 fn only_http_https_and_mailto_targets_are_safe() {
     for safe in ["http://e.x", "HTTPS://E.X", " https://e.x", "mailto:a@e.x"] {

@@ -65,11 +65,16 @@ fn check_allow_list(nodes: &[MdNode]) -> Result<(), String> {
         }
         for (name, value) in attrs {
             let ok = match (*tag, *name) {
+                // As a browser parses it: nothing it would strip or remove
+                // (C0 controls and spaces at the ends, tabs and newlines
+                // anywhere), and the scheme right at the start.
                 ("a", "href") => {
-                    let lower = value.trim_start().to_ascii_lowercase();
+                    let lower = value.to_ascii_lowercase();
                     ["http://", "https://", "mailto:"]
                         .iter()
                         .any(|s| lower.starts_with(s))
+                        && !value.ends_with(|c: char| c <= ' ')
+                        && !value.contains(['\t', '\n', '\r'])
                 }
                 ("a", "rel") => value == "noopener noreferrer nofollow",
                 ("a", "target") => value == "_blank",

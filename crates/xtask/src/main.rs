@@ -1,4 +1,5 @@
-//! Project automation for ask-user: `cargo xtask run`, `test`, `dist`, `install`, `bench`, `soak`.
+//! Project automation for ask-user: the `cargo xtask` commands (`run`, `test`,
+//! `dist`, …) that `USAGE` lists.
 //!
 //! Std-only on purpose, so `cargo xtask` compiles in seconds and a second run
 //! starts at once. Every tool it needs is installed on first use (see `tools`).
@@ -15,7 +16,6 @@ mod summary;
 mod tools;
 mod wasm_size;
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
@@ -42,8 +42,10 @@ commands:
                            the host's load benches and the browser bench
   build-embed              build the JavaScript embed into dist/embed/ (after Trunk, which replaces dist/)";
 
-/// Browser tests in `tests/` run only when this names a Trunk build; plain
-/// `cargo test --workspace` leaves it unset and needs no browser.
+/// Names the Trunk build the browser tests in `tests/` serve. They are
+/// `#[ignore]`d, so plain `cargo test --workspace` lists them as ignored and
+/// needs no browser; `test` sets this and runs them with `--include-ignored`.
+/// Run without it, they fail and say what is missing.
 const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
 /// Where the tests find the npm packages they drive the host with
 /// ([`tools::NODE_TEST_PACKAGES`]).
@@ -110,25 +112,17 @@ fn run(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     let mut host = ctx.command(host_binary(ctx));
     host.args(["serve", "--addr", &addr, "--demo"]);
     println!("\n==> Starting the host\n    $ {}", exec::show(&host));
+    println!(
+        "\n    Built in {:.1} s. Open the URL the host prints (with its token) in a browser; \
+         Ctrl-C stops the host.\n",
+        started.elapsed().as_secs_f64()
+    );
+    // The host's stdout is this terminal: the host writes its token only to a
+    // terminal, never into a pipe. Ctrl-C reaches the host too (same process group).
     let mut child = host
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
         .spawn()
         .map_err(|err| format!("could not start the host: {err}"))?;
-    let stdout = child.stdout.take().expect("stdout is piped");
-    // The host prints its URL (with the session token) on one line; repeat it
-    // where it cannot be missed. Ctrl-C reaches the host too (same process group).
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
-        println!("{line}");
-        if let Some(url) = find_url(&line) {
-            println!(
-                "\n    ask-user is serving the composer at:\n\n        {url}\n\n    \
-                 Open it in a browser (ready {:.1} s after `cargo xtask run` started). Ctrl-C stops the host.\n",
-                started.elapsed().as_secs_f64()
-            );
-        }
-    }
     let status = child
         .wait()
         .map_err(|err| format!("waiting for the host: {err}"))?;
@@ -608,28 +602,4 @@ fn host_build(ctx: &Ctx) -> Command {
 
 fn host_binary(ctx: &Ctx) -> PathBuf {
     ctx.target_dir.join("debug").join("ask-user")
-}
-
-/// The first `http://` URL in a line of the host's output.
-fn find_url(line: &str) -> Option<&str> {
-    let start = line.find("http://")?;
-    let rest = &line[start..];
-    let end = rest
-        .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '>')
-        .unwrap_or(rest.len());
-    Some(&rest[..end])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn find_url_takes_the_url_with_its_token_out_of_a_log_line() {
-        assert_eq!(
-            find_url("listening on http://127.0.0.1:7411/?token=abc123 (Ctrl-C to stop)"),
-            Some("http://127.0.0.1:7411/?token=abc123")
-        );
-        assert_eq!(find_url("no url here"), None);
-    }
 }

@@ -18,7 +18,7 @@ pub const GOAL_BROTLI_KB: f64 = 100.0;
 pub const GOAL_GZIP_KIB: f64 = 130.0;
 
 /// A bundle's ceilings: past them a change made it heavier than it was when
-/// the last cut landed (README "What weighs in the page"). Lower them as the
+/// the last cut landed (docs/performance.md, "What weighs in the page"). Lower them as the
 /// bundle shrinks; raise them only with the reason in the commit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ceiling {
@@ -185,7 +185,7 @@ pub fn describe(what: &str, weight: &Weight, ceiling: Ceiling) -> Vec<String> {
     match judge(weight, ceiling) {
         Verdict::Within => {}
         Verdict::OverGoal => lines.push(format!(
-            "  a known miss (README \"What weighs in the page\"): it fails only past its ceiling, {} KB brotli / {} KiB gzipped",
+            "  a known miss (docs/performance.md, \"What weighs in the page\"): it fails only past its ceiling, {} KB brotli / {} KiB gzipped",
             ceiling.brotli_kb, ceiling.gzip_kib
         )),
         Verdict::OverCeiling => lines.push(format!(

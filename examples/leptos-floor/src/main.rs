@@ -1,5 +1,5 @@
-//! How small a Leptos page can be (README "What weighs in the page"): without
-//! features, one paragraph; with `--features features`, the conversation
+//! How small a Leptos page can be (docs/performance.md, "What weighs in the
+//! page"): without features, one paragraph; with `--features features`, the conversation
 //! page's kinds of features at their smallest: a keyed list fed by an
 //! EventSource (JSON through the browser's parser), a text box with keyboard
 //! handling, a reactive attribute and a POST.

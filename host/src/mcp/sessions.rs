@@ -12,7 +12,8 @@
 //! session-manager error.
 
 use crate::error::ApiError;
-use crate::extract::{BODY_LIMIT, truncate};
+use crate::extract::BODY_LIMIT;
+use crate::logged::logged_at_most;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -393,11 +394,11 @@ pub(crate) async fn limit_sessions(
         return next.run(request).await;
     }
     // rmcp's own INFO line with the whole clientInfo is filtered out (see
-    // main.rs): client strings are logged here, truncated.
+    // main.rs): client strings are logged here, escaped and truncated.
     if let Some((name, version)) = client_info(&body) {
         tracing::info!(
-            client = %truncate(&name, MAX_LOGGED_CHARS),
-            version = %truncate(&version, MAX_LOGGED_CHARS),
+            client = %logged_at_most(&name, MAX_LOGGED_CHARS),
+            version = %logged_at_most(&version, MAX_LOGGED_CHARS),
             "MCP client initializing"
         );
     }

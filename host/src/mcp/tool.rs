@@ -20,7 +20,6 @@
 
 use super::lifecycle::ClientHungUp;
 use crate::error::ApiError;
-use crate::extract::truncate;
 use crate::state::{AppState, AskOptions};
 use ask_user_core::tool::{
     TOOL_DESCRIPTION, TOOL_NAME, WAITING_STATUS, input_schema, render_error, render_waiting,
@@ -385,7 +384,10 @@ impl ServerHandler for AskUserServer {
     ) -> Result<CallToolResponse, McpError> {
         if request.name != TOOL_NAME || !self.offers_tool() {
             return Err(McpError::invalid_params(
-                format!("unknown tool: {}", truncate(&request.name, 80)),
+                format!(
+                    "unknown tool: {}",
+                    ask_user_core::error::quoted(&request.name)
+                ),
                 None,
             ));
         }

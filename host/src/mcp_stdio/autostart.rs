@@ -29,8 +29,14 @@ pub const STARTUP_PATIENCE: Duration = Duration::from_secs(30);
 /// How long one health check may take.
 const HEALTH_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// The pause between two health checks while a host starts.
+/// The pause between two health checks while a host starts (and between two
+/// tries of the start lock).
 const POLL: Duration = Duration::from_millis(100);
+
+/// How long `ask-user mcp` waits for another process's start lock: a host
+/// starts in well under a second, so a lock held longer is a process stuck
+/// (or not ours), and a client left waiting on it forever would hang.
+pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Makes sure a host answers at `base`, starting `ask-user serve` for it with
 /// `data_dir` when none does.
@@ -42,7 +48,15 @@ pub async fn ensure_host(base: &Url, data_dir: &Path) -> Result<(), String> {
     let addr = bind_address(base)?;
     ensure_private_dir(data_dir)
         .map_err(|e| format!("data directory {}: {e}", data_dir.display()))?;
-    let lock = lock(&data_dir.join(LOCK_FILE_NAME)).await?;
+    let Some(lock) = lock(
+        &data_dir.join(LOCK_FILE_NAME),
+        LOCK_PATIENCE,
+        (&client, base),
+    )
+    .await?
+    else {
+        return Ok(());
+    };
     // Whoever held the lock before may have started it meanwhile.
     if healthy(&client, base).await {
         return Ok(());
@@ -79,6 +93,20 @@ pub async fn ensure_host(base: &Url, data_dir: &Path) -> Result<(), String> {
     outcome
 }
 
+/// The host already running on `data_dir` when none answers at `base`: a
+/// second host cannot start on that directory (it holds `host.lock`), so the
+/// one it announced there is the one to use.
+pub async fn running_host(base: &Url, data_dir: &Path) -> Option<Url> {
+    let client = crate::ask_cmd::http_client(base);
+    if healthy(&client, base).await {
+        return None;
+    }
+    let announced = Url::parse(&crate::host_lock::announced(data_dir)?).ok()?;
+    let elsewhere = announced != *base && crate::ask_cmd::is_loopback(&announced);
+    (elsewhere && healthy(&crate::ask_cmd::http_client(&announced), &announced).await)
+        .then_some(announced)
+}
+
 /// Whether an ask-user host answers its health check at `base`.
 async fn healthy(client: &reqwest::Client, base: &Url) -> bool {
     let Ok(url) = base.join("api/health") else {
@@ -109,10 +137,17 @@ fn bind_address(base: &Url) -> Result<SocketAddr, String> {
     Ok(SocketAddr::new(ip, port))
 }
 
-/// Waits for the exclusive lock on `path` (created 0600).
-async fn lock(path: &Path) -> Result<File, String> {
+/// Takes the exclusive lock on `path` (created 0600), waiting at most
+/// `patience` for another process to release it, and writes this process's
+/// id into the file, so whoever waits in vain can say who holds it. `None`
+/// when the host at `base` answers while waiting (the holder started it).
+async fn lock(
+    path: &Path,
+    patience: Duration,
+    (client, base): (&reqwest::Client, &Url),
+) -> Result<Option<File>, String> {
     let shown = path.display().to_string();
-    let file = open_private(
+    let mut file = open_private(
         path,
         OpenOptions::new()
             .read(true)
@@ -121,18 +156,50 @@ async fn lock(path: &Path) -> Result<File, String> {
             .truncate(false),
     )
     .map_err(|e| format!("lock file {shown}: {e}"))?;
-    // flock blocks; the holder releases it within STARTUP_PATIENCE.
-    #[cfg(unix)]
-    return tokio::task::spawn_blocking(move || {
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
-            .map(|()| file)
-            .map_err(|e| format!("lock file {shown}: {e}"))
-    })
-    .await
-    .map_err(|e| format!("lock file: {e}"))?;
     // Elsewhere no lock yet: a second host loses the race to bind and exits.
-    #[cfg(not(unix))]
-    Ok(file)
+    #[cfg(unix)]
+    {
+        use rustix::fs::{FlockOperation, flock};
+        let started = Instant::now();
+        loop {
+            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
+                Err(e) => return Err(format!("lock file {shown}: {e}")),
+            }
+            if healthy(client, base).await {
+                return Ok(None);
+            }
+            if started.elapsed() >= patience {
+                return Err(format!(
+                    "lock file {shown}: {} has held it for more than {} s while starting a host; \
+                     stop it (or remove the file if no such process runs) and try again",
+                    holder(&mut file),
+                    patience.as_secs()
+                ));
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+    use std::io::{Seek, Write};
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| writeln!(file, "{}", std::process::id()))
+        .map_err(|e| format!("lock file {shown}: {e}"))?;
+    Ok(Some(file))
+}
+
+/// Who holds the lock, as the holder wrote it in the file.
+fn holder(file: &mut File) -> String {
+    use std::io::{Read, Seek};
+    let mut text = String::new();
+    let read = file
+        .rewind()
+        .and_then(|()| file.take(32).read_to_string(&mut text));
+    match read.ok().and_then(|_| text.trim().parse::<u32>().ok()) {
+        Some(pid) => format!("process {pid}"),
+        None => "another process (it wrote no process id)".to_owned(),
+    }
 }
 
 /// Starts `ask-user serve --addr ADDR --data-dir DIR`, detached: stdin closed,

@@ -234,7 +234,7 @@ impl ClientHandler for Relay {
     ) {
         // The token is the stdio client's own (see `ForwardProgressToken`).
         if let Err(error) = self.downstream.notify_progress(params).await {
-            tracing::debug!(%error, "could not relay a progress notification");
+            tracing::debug!(error = %crate::logged::logged(&error), "could not relay a progress notification");
         }
     }
 }
@@ -373,7 +373,7 @@ impl ServerHandler for Bridge {
                     // An explicit end: the host aborts the question.
                     let reason = reason.unwrap_or_else(|| "the client cancelled the call".to_owned());
                     if let Err(error) = handle.cancel(Some(reason)).await {
-                        tracing::warn!(%error, "could not pass the cancellation on to the host");
+                        tracing::warn!(error = %crate::logged::logged(&error), "could not pass the cancellation on to the host");
                     }
                     return Err(McpError::internal_error("cancelled by the client", None));
                 }
@@ -394,7 +394,7 @@ impl ServerHandler for Bridge {
                 Err(error) => {
                     self.link.forget().await;
                     if tries_left > 0 {
-                        tracing::info!(%error, "lost the host during a call; asking again");
+                        tracing::info!(error = %crate::logged::logged(&error), "lost the host during a call; asking again");
                         continue;
                     }
                     return Ok(error_result(

@@ -36,7 +36,9 @@ pub struct McpArgs {
     #[arg(long)]
     pub session: Option<String>,
     /// The host. When nothing answers there (and it is on this machine), an
-    /// `ask-user serve` is started for it in the background.
+    /// `ask-user serve` is started for it in the background. The token kept in
+    /// the data directory is sent only to a loopback host (127.0.0.0/8, ::1,
+    /// localhost); another host needs its token as ?token= on the URL.
     #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL)]
     pub url: String,
     /// Never open the page in a browser when a question arrives.
@@ -85,6 +87,12 @@ impl Target {
         if let Some(token) = &self.url_token {
             return Ok(token.clone());
         }
+        if !is_loopback(&self.base) {
+            return Err(format!(
+                "{} is not this machine: no kept token for it",
+                self.base
+            ));
+        }
         crate::token_file::read(&self.data_dir)?.ok_or_else(|| {
             format!(
                 "no token file at {}: the host at {} keeps its token elsewhere; \
@@ -111,6 +119,15 @@ impl McpArgs {
             .query_pairs()
             .find(|(key, _)| key == "token")
             .map(|(_, value)| value.into_owned());
+        // The kept token opens every question of this user's host: it never
+        // travels to (or through a proxy towards) another machine.
+        if url_token.is_none() && !is_loopback(&base) {
+            return Err(format!(
+                "--url: {} is not this machine; the token kept in the data directory is sent \
+                 only to a loopback host. Give that host's token as ?token= on --url",
+                base.origin().ascii_serialization()
+            ));
+        }
         base.set_query(None);
         base.set_fragment(None);
         if !base.path().ends_with('/') {
@@ -147,6 +164,16 @@ pub async fn run(args: McpArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut target = target;
+    // A host this data directory's lock names serves instead of the default
+    // address; the kept token is that host's too. A token given on --url is
+    // for the host named there, so such a target is never redirected.
+    if target.url_token.is_none()
+        && let Some(running) = autostart::running_host(&target.base, &target.data_dir).await
+    {
+        tracing::info!(host = %running, "using the host already running on the data directory");
+        target.base = running;
+    }
     tracing::info!(session = %target.session, host = %target.base, "ask-user mcp on stdio");
     let served = bridge::Bridge::new(target)
         .serve(rmcp::transport::stdio())

@@ -1,7 +1,15 @@
 //! Opening the page when a question arrives and no page is connected to the
-//! host: once per host run (the host decides, so several `ask-user mcp` open
-//! one window between them), never with `--no-open`/`ASK_USER_NO_OPEN`, and
+//! host: once per host run, never with `--no-open`/`ASK_USER_NO_OPEN`, and
 //! said on stderr either way.
+//!
+//! The host only says whether a page is connected and which run it is
+//! (`POST /api/page-opener`, which changes nothing there: any token holder
+//! may call it, so a one-shot "open" the host handed out could be taken by
+//! any of them and silence the opener for the run). Once per run is kept in
+//! the data directory instead, which only this user can write: the redirect
+//! file names the run it was written for, and it is read and written under
+//! an exclusive lock, so several `ask-user mcp` sharing the directory open
+//! one window between them.
 //!
 //! The browser is handed a private redirect file (`<data-dir>/open.html`,
 //! 0600) that forwards to the token landing URL, not the URL itself: a URL
@@ -13,7 +21,7 @@ use crate::data_dir::open_private;
 use ask_user_core::wire::PageOpener;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -50,7 +58,9 @@ impl Opener {
         let Some(program) = &self.program else {
             if !self.said_no.swap(true, Ordering::Relaxed) {
                 eprintln!(
-                    "ask-user mcp: not opening the page (--no-open); open it from `ask-user serve`'s URL"
+                    "ask-user mcp: not opening the page (--no-open); open {}?token= with the token in {}",
+                    target.base,
+                    crate::token_file::token_path(&target.data_dir).display()
                 );
             }
             return;
@@ -62,25 +72,33 @@ impl Opener {
                 return;
             }
         };
-        match claim(target, &token).await {
-            Ok(PageOpener { open: true, .. }) => {}
-            Ok(PageOpener { pages, .. }) => {
-                let why = if pages > 0 {
-                    "a page is connected"
-                } else {
-                    "it was opened once for this host already"
-                };
-                eprintln!("ask-user mcp: a question arrived; not opening the page: {why}");
+        let run = match claim(target, &token).await {
+            Ok(PageOpener {
+                open: true, run, ..
+            }) => run,
+            Ok(PageOpener { .. }) => {
+                eprintln!(
+                    "ask-user mcp: a question arrived; not opening the page: a page is connected"
+                );
                 return;
             }
             Err(error) => {
-                eprintln!("ask-user mcp: cannot ask the host whether a page is open: {error}");
+                eprintln!(
+                    "ask-user mcp: cannot ask the host whether a page is open: {}",
+                    crate::logged::logged(&error)
+                );
                 return;
             }
-        }
+        };
         let landing = format!("{}?token={token}", target.base);
-        let file = match write_redirect(&target.data_dir, &landing) {
-            Ok(file) => file,
+        let file = match write_redirect_once(&target.data_dir, &run, &landing) {
+            Ok(Some(file)) => file,
+            Ok(None) => {
+                eprintln!(
+                    "ask-user mcp: a question arrived; not opening the page: it was opened once for this host already"
+                );
+                return;
+            }
             Err(error) => {
                 eprintln!("ask-user mcp: cannot open the page: {error}");
                 return;
@@ -121,21 +139,52 @@ async fn claim(target: &Target, token: &str) -> Result<PageOpener, String> {
     response.json().await.map_err(|e| e.to_string())
 }
 
-/// Writes the redirect file (0600) that forwards to `landing`.
-fn write_redirect(data_dir: &Path, landing: &str) -> Result<PathBuf, String> {
+/// Writes the redirect file (0600) that forwards to `landing`, marked with
+/// `run`; `None` when it already holds that mark (the page was opened for this
+/// host run). Under an exclusive lock on the file, so of several callers for
+/// one run at most one gets `Some`: one that finds the lock taken leaves the
+/// opening to its holder (and never waits on it).
+fn write_redirect_once(
+    data_dir: &Path,
+    run: &str,
+    landing: &str,
+) -> Result<Option<PathBuf>, String> {
     let path = data_dir.join(REDIRECT_FILE_NAME);
-    let html = format!(
-        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={landing}\">\
-         <title>ask-user</title><a href=\"{landing}\">Open ask-user</a>\n"
-    );
+    let shown = |e: std::io::Error| format!("{}: {e}", path.display());
     let mut file = open_private(
         &path,
-        OpenOptions::new().write(true).create(true).truncate(true),
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
     )
-    .map_err(|e| format!("{}: {e}", path.display()))?;
-    file.write_all(html.as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    .map_err(shown)?;
+    // Held for a read and a write: released when `file` closes.
+    #[cfg(unix)]
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => {}
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
+        Err(e) => return Err(shown(e.into())),
+    }
+    let mark = format!("<!doctype html><!-- ask-user run {run} -->");
+    let mut kept = Vec::new();
+    // Only the start is read: the mark is there.
+    (&file)
+        .take(mark.len() as u64)
+        .read_to_end(&mut kept)
+        .map_err(shown)?;
+    if !run.is_empty() && kept == mark.as_bytes() {
+        return Ok(None);
+    }
+    let html = format!(
+        "{mark}<meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={landing}\">\
+         <title>ask-user</title><a href=\"{landing}\">Open ask-user</a>\n"
+    );
+    file.set_len(0).map_err(shown)?;
+    file.seek(SeekFrom::Start(0)).map_err(shown)?;
+    file.write_all(html.as_bytes()).map_err(shown)?;
+    Ok(Some(path))
 }
 
 fn default_program() -> &'static str {

@@ -292,7 +292,7 @@ impl Health {
         if due {
             let suppressed = std::mem::take(&mut state.suppressed);
             tracing::error!(
-                reason,
+                reason = %crate::logged::logged(&reason),
                 failures_since_last_report = suppressed,
                 "the store cannot write: asks and answers get 503 STORE_UNAVAILABLE"
             );

@@ -132,13 +132,14 @@ impl SqliteStore {
     /// the store reports trouble and refuses every write.
     pub fn open(dir: &Path) -> Result<Self, String> {
         let path = dir.join(DATABASE_FILE);
-        let fresh = match std::fs::metadata(&path) {
-            Ok(metadata) if metadata.len() == 0 => true,
-            Ok(_) => {
+        // Never through a link, never another user's file (see `data_dir`).
+        let fresh = match crate::data_dir::private_metadata(&path) {
+            Ok(Some(metadata)) if metadata.len() == 0 => true,
+            Ok(Some(_)) => {
                 check_header(&path)?;
                 false
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None) => {
                 crate::data_dir::create_private_new(&path)
                     .map_err(|e| format!("{}: {e}", path.display()))?;
                 true
@@ -151,7 +152,8 @@ impl SqliteStore {
             OpenFlags::SQLITE_OPEN_READ_WRITE
         } else {
             OpenFlags::SQLITE_OPEN_READ_ONLY
-        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut conn = Connection::open_with_flags(&path, flags).map_err(|e| refuse(&path, e))?;
         if fresh {
             if !writable {
@@ -183,7 +185,9 @@ impl SqliteStore {
         let restored = load(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
         let reader = Connection::open_with_flags(
             &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(|e| format!("{}: {e}", path.display()))?;
         let health = Arc::new(Health::default());
@@ -228,7 +232,9 @@ fn spawn_checkpointer(
 ) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), String> {
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
     let (stop, stopped) = mpsc::channel::<()>();
@@ -259,7 +265,8 @@ fn read_only(path: &Path) -> String {
 
 fn check_header(path: &Path) -> Result<(), String> {
     let mut header = [0u8; 16];
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut file = crate::data_dir::open_private(path, std::fs::OpenOptions::new().read(true))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let read = file.read(&mut header).unwrap_or(0);
     if read < header.len() || &header != b"SQLite format 3\0" {
         return Err(refuse(path, "not an ask-user database (not SQLite)"));
@@ -280,7 +287,7 @@ fn tighten_mode(path: &Path) {
         let private = mode & 0o600;
         tracing::warn!(
             "{}: other users could read it (mode {mode:o}); made it private ({private:o})",
-            path.display()
+            crate::logged::logged(path.display())
         );
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(private));
     }
@@ -310,11 +317,12 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
             format!("a SQLite database of another program (application_id {id:#x})"),
         ));
     }
-    let check: String = conn
-        .query_row("PRAGMA quick_check", [], |row| row.get(0))
-        .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
-    if check != "ok" {
-        return Err(refuse(path, format!("corrupt ({check})")));
+    let check = quick_check(conn).map_err(|e| refuse(path, format!("corrupt ({e})")))?;
+    if check != ["ok"] {
+        return Err(refuse(
+            path,
+            format!("corrupt ({})", quote_problems(&check)),
+        ));
     }
     let version: Option<i64> = conn
         .query_row("SELECT max(version) FROM schema_version", [], |row| {
@@ -329,6 +337,51 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         )),
         other => Err(refuse(path, format!("unknown schema version {other:?}"))),
     }
+}
+
+/// The most problems `quick_check` is asked for (SQLite's default is 100).
+const MAX_CHECKED_PROBLEMS: usize = 100;
+
+/// The most problems a refusal quotes.
+const MAX_QUOTED_PROBLEMS: usize = 5;
+
+/// `PRAGMA quick_check`'s lines: `["ok"]`, or one per problem found (a row
+/// may hold several lines).
+fn quick_check(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(&format!("PRAGMA quick_check({MAX_CHECKED_PROBLEMS})"))?;
+    let rows = statement.query_map([], |row| row.get::<_, String>(0))?;
+    let mut lines = Vec::new();
+    for row in rows {
+        // SQLite heads the problems with `*** in database main ***`: no problem itself.
+        let row = row?;
+        lines.extend(
+            row.lines()
+                .filter(|line| !line.starts_with("*** in database"))
+                .map(str::to_owned),
+        );
+    }
+    Ok(lines)
+}
+
+/// The first [`MAX_QUOTED_PROBLEMS`] problems, `; `-separated, and how many
+/// more there were: a refusal stays a line a person reads.
+fn quote_problems(lines: &[String]) -> String {
+    let mut quoted = lines
+        .iter()
+        .take(MAX_QUOTED_PROBLEMS)
+        .map(|line| ask_user_core::error::shorten(line, 200))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let more = lines.len().saturating_sub(MAX_QUOTED_PROBLEMS);
+    if more > 0 {
+        let at_least = if lines.len() >= MAX_CHECKED_PROBLEMS {
+            "at least "
+        } else {
+            ""
+        };
+        quoted.push_str(&format!("; and {at_least}{more} more problems"));
+    }
+    quoted
 }
 
 fn outcome_name(outcome: Outcome) -> &'static str {
@@ -707,7 +760,9 @@ pub fn open_read_only(path: &Path) -> Result<Connection, String> {
     check_header(path)?;
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| refuse(path, e))?;
     check_existing(&conn, path)?;
@@ -719,7 +774,9 @@ pub fn open_for_clearing(path: &Path) -> Result<Connection, String> {
     check_header(path)?;
     let conn = Connection::open_with_flags(
         path,
-        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW,
     )
     .map_err(|e| refuse(path, e))?;
     check_existing(&conn, path)?;

@@ -2,7 +2,7 @@
 //! algorithm for emphasis and links (its `openers_bottom` keeps it linear),
 //! then one pass that builds the tree from the tokens.
 
-use super::{MAX_INLINE_NESTING, MdNode, is_safe_url, push_text, splice};
+use super::{MAX_INLINE_NESTING, MdNode, push_text, safe_url, splice};
 
 /// Bytes scanned for a link's `(destination "title")` or an autolink.
 const MAX_DESTINATION: usize = 2048;
@@ -396,8 +396,8 @@ impl Parser<'_> {
         *self.work += (j - i) as u64;
         if bytes.get(j) == Some(&b'>') {
             let url = &self.text[i + 1..j];
-            if is_safe_url(url) {
-                let node = link(url.to_owned(), vec![MdNode::Text(url.to_owned())]);
+            if let Some(href) = safe_url(url) {
+                let node = link(href, vec![MdNode::Text(url.to_owned())]);
                 self.push(Tok::Node(node));
                 return j + 1;
             }
@@ -594,22 +594,26 @@ impl Parser<'_> {
                     };
                     let deep = stack.len() > MAX_INLINE_NESTING;
                     let parent = top(&mut stack);
-                    let safe = is_safe_url(&href) && !deep;
+                    // What is checked is what is emitted (see `safe_url`).
+                    let safe = safe_url(&href).filter(|_| !deep);
                     if image {
                         let mut alt = String::new();
                         text_of(&frame.children, &mut alt);
-                        if !safe {
-                            push_text(parent, &alt);
-                        } else {
-                            let label = if alt.is_empty() { href.clone() } else { alt };
-                            parent.push(link(href, vec![MdNode::Text(label)]));
+                        match safe {
+                            None => push_text(parent, &alt),
+                            Some(target) => {
+                                let label = if alt.is_empty() { href } else { alt };
+                                parent.push(link(target, vec![MdNode::Text(label)]));
+                            }
                         }
-                    } else if !safe {
-                        splice(parent, frame.children);
-                    } else if frame.children.is_empty() {
-                        parent.push(link(href.clone(), vec![MdNode::Text(href)]));
                     } else {
-                        parent.push(link(href, frame.children));
+                        match safe {
+                            None => splice(parent, frame.children),
+                            Some(target) if frame.children.is_empty() => {
+                                parent.push(link(target, vec![MdNode::Text(href)]));
+                            }
+                            Some(target) => parent.push(link(target, frame.children)),
+                        }
                     }
                 }
             }

@@ -78,13 +78,35 @@ pub fn parse_counting_work(markdown: &str) -> (Vec<MdNode>, u64) {
     (nodes, work)
 }
 
-/// Only these link targets survive; anything else (`javascript:`, `data:`, …)
-/// renders as plain text.
+/// Whether `url` is a link target that survives (see [`safe_url`]).
 pub fn is_safe_url(url: &str) -> bool {
-    let url = url.trim().as_bytes();
-    ["http://", "https://", "mailto:"].iter().any(|scheme| {
-        url.len() >= scheme.len() && url[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())
-    })
+    safe_url(url).is_some()
+}
+
+/// The link target to emit for `url`: only `http://`, `https://` and
+/// `mailto:` targets survive; anything else (`javascript:`, `data:`, a
+/// relative path, …) renders as plain text.
+///
+/// The scheme is checked on what a browser parses (the WHATWG URL parser
+/// first strips leading and trailing C0 controls and spaces, and removes
+/// every ASCII tab and newline), and that same string is what is emitted:
+/// a target is never checked in one form and followed in another. Other
+/// leading characters (U+2028, a no-break space) are not stripped by a
+/// browser, so with them the target is relative and refused.
+pub fn safe_url(url: &str) -> Option<String> {
+    let url: String = url
+        .trim_matches(|c: char| c <= ' ')
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect();
+    let bytes = url.as_bytes();
+    ["http://", "https://", "mailto:"]
+        .iter()
+        .any(|scheme| {
+            bytes.len() >= scheme.len()
+                && bytes[..scheme.len()].eq_ignore_ascii_case(scheme.as_bytes())
+        })
+        .then_some(url)
 }
 
 /// Appends `text` to `nodes`, merging it into a trailing text node.

@@ -318,6 +318,38 @@ fn a_sqlite_database_of_another_program_or_a_corrupt_one_is_refused_and_left_unt
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "never overwritten");
 }
 
+#[test]
+fn a_corrupt_databases_refusal_quotes_its_first_five_problems_and_counts_the_rest() {
+    let dir = TempDir::new();
+    let path = dir.0.join(DATABASE_FILE);
+    drop(SqliteStore::open(&dir.0).unwrap());
+    // Hundreds of free pages, then a header that forgets the free list:
+    // quick_check finds every one of them "never used".
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE scratch (text TEXT);
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+         INSERT INTO scratch SELECT printf('%.3000c', 'x') FROM n;
+         DELETE FROM scratch;",
+    )
+    .unwrap();
+    drop(conn);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[32..40].fill(0); // the first free-list page and the count
+    std::fs::write(&path, &bytes).unwrap();
+
+    let refused = SqliteStore::open(&dir.0).unwrap_err();
+    assert!(refused.contains(&path.display().to_string()), "{refused}");
+    assert!(refused.contains("corrupt"), "{refused}");
+    assert_eq!(refused.matches("never used").count(), 5, "{refused}");
+    assert!(
+        refused.contains("and at least 95 more problems"),
+        "{refused}"
+    );
+    assert!(refused.len() < 2000, "{} bytes: {refused}", refused.len());
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "never overwritten");
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn the_file_is_private_and_a_read_only_file_fails_every_write_loudly() {
