@@ -42,10 +42,16 @@ impl Serve {
         let stdout = child.stdout.take().expect("stdout is piped");
         // The host prints its URL once it listens, or exits (closing stdout).
         let _ = BufReader::new(stdout).read_line(&mut line);
-        let parsed = crate::find_url(&line).and_then(|url| {
-            let rest = url.strip_prefix("http://")?;
-            let (addr, query) = rest.split_once("/?token=")?;
-            Some((addr.to_owned(), query.to_owned()))
+        // Its stdout is a pipe, not a terminal, so the line holds no token:
+        // the host keeps it in the data directory's token file.
+        let parsed = line.find("http://").and_then(|start| {
+            let rest = line[start..]
+                .split_whitespace()
+                .next()?
+                .strip_prefix("http://")?;
+            let addr = rest.split('/').next()?;
+            let token = std::fs::read_to_string(dir.join("data").join("token")).ok()?;
+            Some((addr.to_owned(), token.trim().to_owned()))
         });
         let Some((addr, token)) = parsed else {
             let _ = child.kill();
