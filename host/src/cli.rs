@@ -56,7 +56,7 @@ pub struct ServeArgs {
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Serve the page from this Trunk build instead of the one built into the binary (development);
-    /// read at each request, its text and wasm files compressed (brotli, gzip) on the fly.
+    /// read at each request, its text and wasm files gzipped on the fly.
     #[arg(long)]
     pub dist: Option<PathBuf>,
     /// Attach the scripted demo agent to session `default`.

@@ -119,8 +119,8 @@ pub enum PageFiles {
 pub struct DistDir {
     /// The canonical path.
     root: PathBuf,
-    /// By relative path: the ETag of the version compressed, and its gzip and brotli.
-    compressed: Mutex<HashMap<String, (String, Bytes, Bytes)>>,
+    /// By relative path: the ETag of the version compressed, and its gzip.
+    compressed: Mutex<HashMap<String, (String, Bytes)>>,
 }
 
 impl PageFiles {
@@ -176,8 +176,8 @@ impl PageFiles {
 }
 
 /// Reads `relative` under the folder, with `relative.br`/`.gz` beside it as
-/// stored encodings when present, else compressed here when worth it. Any
-/// I/O error, and any file that resolves outside the folder, is "not found".
+/// stored encodings when present, else gzipped here when worth it. Any I/O
+/// error, and any file that resolves outside the folder, is "not found".
 async fn read_from_dir(dir: &DistDir, relative: &str) -> Option<Asset> {
     let root = &dir.root;
     let identity = read_inside(root, relative).await?;
@@ -187,11 +187,10 @@ async fn read_from_dir(dir: &DistDir, relative: &str) -> Option<Asset> {
     if gzip.is_some() || brotli.is_some() || !compressible(relative) {
         return Some(Asset::new(relative, etag, identity, gzip, brotli));
     }
-    let (gzip, brotli) = compressed(dir, relative, &etag, &identity).await?;
+    let gzip = gzipped(dir, relative, &etag, &identity).await?;
     // A tiny file can come out larger: then it goes as it is.
-    let smaller = |bytes: Bytes| (bytes.len() < identity.len()).then_some(bytes);
-    let (gzip, brotli) = (smaller(gzip), smaller(brotli));
-    Some(Asset::new(relative, etag, identity, gzip, brotli))
+    let gzip = (gzip.len() < identity.len()).then_some(gzip);
+    Some(Asset::new(relative, etag, identity, gzip, None))
 }
 
 /// Whether a file of this name shrinks when compressed (text, scripts, wasm;
@@ -205,29 +204,26 @@ fn compressible(path: &str) -> bool {
         )
 }
 
-/// `identity` in gzip and brotli: kept from an earlier request for the same
-/// version (`etag`), else compressed now, off the async threads.
-async fn compressed(
-    dir: &DistDir,
-    relative: &str,
-    etag: &str,
-    identity: &Bytes,
-) -> Option<(Bytes, Bytes)> {
+/// `identity` gzipped: kept from an earlier request for the same version
+/// (`etag`), else compressed now, off the async threads. Gzip only: a brotli
+/// encoder would add over a megabyte to the one binary for a folder that is a
+/// development build (the embedded page carries brotli made at build time).
+async fn gzipped(dir: &DistDir, relative: &str, etag: &str, identity: &Bytes) -> Option<Bytes> {
     let kept = dir.compressed.lock().ok()?.get(relative).cloned();
-    if let Some((kept_etag, gzip, brotli)) = kept
+    if let Some((kept_etag, gzip)) = kept
         && kept_etag == etag
     {
-        return Some((gzip, brotli));
+        return Some(gzip);
     }
     let bytes = identity.clone();
-    let (gzip, brotli) = tokio::task::spawn_blocking(move || (gzip_of(&bytes), brotli_of(&bytes)))
+    let gzip = tokio::task::spawn_blocking(move || gzip_of(&bytes))
         .await
         .ok()?;
-    dir.compressed.lock().ok()?.insert(
-        relative.to_owned(),
-        (etag.to_owned(), gzip.clone(), brotli.clone()),
-    );
-    Some((gzip, brotli))
+    dir.compressed
+        .lock()
+        .ok()?
+        .insert(relative.to_owned(), (etag.to_owned(), gzip.clone()));
+    Some(gzip)
 }
 
 fn gzip_of(bytes: &[u8]) -> Bytes {
@@ -235,19 +231,6 @@ fn gzip_of(bytes: &[u8]) -> Bytes {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     encoder.write_all(bytes).expect("writes to memory");
     Bytes::from(encoder.finish().expect("writes to memory"))
-}
-
-/// Quality 9: within a few percent of the build's 11 at a fraction of the
-/// time (a first load waits for it).
-fn brotli_of(bytes: &[u8]) -> Bytes {
-    let mut out = Vec::new();
-    let params = brotli::enc::BrotliEncoderParams {
-        quality: 9,
-        lgwin: 22,
-        ..Default::default()
-    };
-    brotli::BrotliCompress(&mut &bytes[..], &mut out, &params).expect("writes to memory");
-    Bytes::from(out)
 }
 
 async fn read_inside(root: &Path, relative: &str) -> Option<Bytes> {
