@@ -61,8 +61,8 @@ async fn history(
     // Reads run on the blocking pool, never on the runtime's threads.
     let page = tokio::task::spawn_blocking(move || record.history(&query))
         .await
-        .map_err(|e| ApiError::StoreUnavailable(StoreError(e.to_string())))?
-        .map_err(ApiError::StoreUnavailable)?;
+        .map_err(|e| ApiError::Store(StoreError::Unavailable(e.to_string())))?
+        .map_err(ApiError::Store)?;
     Ok(Json(page))
 }
 
