@@ -266,3 +266,74 @@ async fn one_session_writing_past_its_allowance_per_minute_gets_429_and_others_d
         "another session has its own allowance"
     );
 }
+
+/// The peak resident memory of `pid` in KiB (`VmHWM`).
+fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Writes `records` resolved questions of about 232 KB to each of `sessions`
+/// in the store of `dir` (as a flood would have left them).
+async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
+    use ask_user_host::store::{SqliteStore, Store, Write};
+    std::fs::create_dir_all(dir.data()).unwrap();
+    let store = SqliteStore::open(&dir.data()).unwrap();
+    let now = ask_user_host::store::now_ms();
+    for session in sessions {
+        for n in 0..records {
+            let id = format!("q_{session}_{n}");
+            let question = ask_user_core::wire::QuestionRequested {
+                id: id.clone(),
+                session: (*session).to_owned(),
+                request: ask_user_core::AskRequest::from_value(large_request(n, 232)).unwrap(),
+                created_at_ms: now - 1000 + n as u64,
+                asked_by: None,
+            };
+            let _ = store.submit(Write::Asked(question));
+            let ended = Write::Ended {
+                id,
+                outcome: ask_user_core::wire::Outcome::Timeout,
+                at_ms: now - 1000 + n as u64,
+            };
+            let _ = store.submit(ended);
+        }
+    }
+    store.flush().kept().await.unwrap();
+}
+
+#[tokio::test]
+async fn start_up_reads_back_only_what_the_transcripts_hold_not_every_large_record() {
+    let dir = TempDir::new("store-startup");
+    // 2 x 120 records of 232 KB: 56 MB; a transcript holds 1 MiB of them.
+    craft_store(&dir, &["a", "b"], 120).await;
+    let host = Host::start(&dir, &[]);
+    let stderr = host.process.stderr();
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("read back the most recent transcripts"))
+        .unwrap_or_else(|| panic!("the host says what it read back: {stderr}"));
+    let bytes: u64 = line
+        .split("bytes=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        bytes <= 2 * 1024 * 1024,
+        "read back {bytes} bytes for two transcripts of at most 1 MiB each: {line}"
+    );
+    // Reading all 240 records back peaks at about 135 MiB (debug build).
+    let peak = peak_rss_kib(host.process.pid());
+    assert!(
+        peak < 48 * 1024,
+        "the host peaked at {peak} KiB starting on 56 MB of records it does not need"
+    );
+    // What is read back is the newest.
+    let (_, transcript) = host.get("/api/sessions/a/transcript").await;
+    let entries = transcript["entries"].as_array().unwrap();
+    assert!(!entries.is_empty(), "{transcript}");
+    let last = &entries.last().unwrap()["request"]["questions"][0]["question"];
+    assert_eq!(last, "Ask 119?");
+}

@@ -6,6 +6,7 @@ use super::{
     FAILURE_LOG_INTERVAL, Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store,
     StoreError, StoreLimits, Ticket, Write,
 };
+use crate::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
 use ask_user_core::wire::{
@@ -468,73 +469,138 @@ fn load(conn: &Connection) -> rusqlite::Result<Restored> {
     Ok(restored)
 }
 
-/// Each session's most recent messages and resolved questions (at most
-/// [`MAX_TRANSCRIPT_ENTRIES`] a session), oldest first, in one query.
+/// The most bytes of transcripts read back at start, in all sessions (the
+/// most recently active first): start-up memory does not grow with the file.
+pub const MAX_RESTORED_TRANSCRIPT_BYTES: usize = 32 * 1024 * 1024;
+
+/// What an entry weighs besides its text when transcripts are read back
+/// (about its JSON's framing, as the in-memory transcript counts it).
+const ENTRY_OVERHEAD: i64 = 128;
+
+/// The most recently active sessions (at most [`MAX_LOGGED_SESSIONS`], what
+/// the in-memory logs keep), newest first, from the indexes alone.
+fn recent_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(
+        "SELECT session FROM (
+            SELECT session, max(resolved_ms) AS at FROM questions
+            WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL GROUP BY session
+            UNION ALL
+            SELECT session, max(at_ms) FROM messages GROUP BY session
+        ) GROUP BY session ORDER BY max(at) DESC LIMIT ?1",
+    )?;
+    let limit = i64::try_from(MAX_LOGGED_SESSIONS).unwrap_or(i64::MAX);
+    statement.query_map([limit], |row| row.get(0))?.collect()
+}
+
+/// Each recently active session's most recent messages and resolved
+/// questions, oldest first: per session at most [`MAX_TRANSCRIPT_ENTRIES`]
+/// and [`MAX_TRANSCRIPT_BYTES`] (the newest always), in all at most
+/// [`MAX_RESTORED_TRANSCRIPT_BYTES`]. The budget is applied in the query, on
+/// the texts' sizes, so only the entries kept are read.
 fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, TranscriptEntry)>> {
     let mut statement = conn.prepare(
-        "SELECT session, kind, id, role, text, question, outcome, answer, at FROM (
-            SELECT *, row_number() OVER (
-                PARTITION BY session ORDER BY at DESC, kind DESC, seq DESC
-            ) AS recent FROM (
-                SELECT session, 0 AS kind, seq, id, role, text,
-                       NULL AS question, NULL AS outcome, NULL AS answer, at_ms AS at
-                FROM messages
+        "WITH recent AS (
+            SELECT kind, seq, at,
+                   sum(size) OVER (ORDER BY at DESC, kind DESC, seq DESC) AS running,
+                   row_number() OVER (ORDER BY at DESC, kind DESC, seq DESC) AS n
+            FROM (
+                SELECT 0 AS kind, seq, at_ms AS at, octet_length(text) + ?4 AS size
+                FROM messages WHERE session = ?1
                 UNION ALL
-                SELECT session, 1, seq, id, NULL, NULL, question, outcome, answer, resolved_ms
-                FROM questions WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL
+                SELECT 1, seq, resolved_ms,
+                       octet_length(question) + ifnull(octet_length(answer), 0) + ?4
+                FROM questions
+                WHERE session = ?1 AND outcome IS NOT NULL AND resolved_ms IS NOT NULL
+                ORDER BY at DESC, kind DESC, seq DESC LIMIT ?2
             )
-        ) WHERE recent <= ?1 ORDER BY at, kind, seq",
+        )
+        SELECT ?1, recent.kind, ifnull(m.id, q.id), m.role, m.text, q.question, q.outcome,
+               q.answer, recent.at, running
+        FROM recent
+        LEFT JOIN messages AS m ON recent.kind = 0 AND m.seq = recent.seq
+        LEFT JOIN questions AS q ON recent.kind = 1 AND q.seq = recent.seq
+        WHERE n = 1 OR running <= ?3
+        ORDER BY recent.at, recent.kind, recent.seq",
     )?;
     let limit = i64::try_from(MAX_TRANSCRIPT_ENTRIES).unwrap_or(i64::MAX);
-    let mut rows = statement.query([limit])?;
     let mut entries = Vec::new();
-    while let Some(row) = rows.next()? {
-        let session: String = row.get(0)?;
-        let kind: i64 = row.get(1)?;
-        let id: String = row.get(2)?;
-        let at_ms = u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0);
-        let entry = if kind == 0 {
-            let role = match row.get::<_, String>(3)?.as_str() {
-                "user" => Role::User,
-                "agent" => Role::Agent,
-                _ => {
-                    tracing::warn!(id, "a kept message's role no longer reads; left out");
-                    continue;
-                }
-            };
-            TranscriptEntry::Message(MessageCreated {
-                id,
-                role,
-                text: row.get(4)?,
-                at_ms,
-            })
-        } else {
-            let question: String = row.get(5)?;
-            let outcome: String = row.get(6)?;
-            let answer: Option<String> = row.get(7)?;
-            let (Ok(question), Some(outcome)) = (
-                serde_json::from_str::<QuestionRequested>(&question),
-                parse_outcome(&outcome),
-            ) else {
-                tracing::warn!(id, "a kept question no longer reads; left out");
-                continue;
-            };
-            let answer = answer
-                .filter(|_| outcome == Outcome::Answered)
-                .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
-            TranscriptEntry::Record(TranscriptRecord {
-                id,
-                request: question.request,
-                asked_by: question.asked_by,
-                created_at_ms: question.created_at_ms,
-                resolved_at_ms: at_ms,
-                outcome,
-                answer,
-            })
-        };
-        entries.push((session, entry));
+    let mut left = MAX_RESTORED_TRANSCRIPT_BYTES as i64;
+    let mut read = 0;
+    let sessions = recent_sessions(conn)?;
+    for session in &sessions {
+        let budget = left.min(MAX_TRANSCRIPT_BYTES as i64);
+        if budget <= 0 {
+            break;
+        }
+        let mut rows = statement.query(params![session, limit, budget, ENTRY_OVERHEAD])?;
+        let mut most = 0;
+        while let Some(row) = rows.next()? {
+            most = most.max(row.get::<_, i64>(9)?);
+            if let Some(entry) = transcript_entry(row)? {
+                entries.push(entry);
+            }
+        }
+        left -= most;
+        read += most;
     }
+    tracing::info!(
+        sessions = sessions.len(),
+        entries = entries.len(),
+        bytes = read,
+        "read back the most recent transcripts"
+    );
     Ok(entries)
+}
+
+/// One row of [`load_transcripts`]' query as an entry; `None` (logged) when
+/// it no longer reads.
+fn transcript_entry(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<Option<(String, TranscriptEntry)>> {
+    let session: String = row.get(0)?;
+    let kind: i64 = row.get(1)?;
+    let id: String = row.get(2)?;
+    let at_ms = u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0);
+    let entry = if kind == 0 {
+        let role = match row.get::<_, String>(3)?.as_str() {
+            "user" => Role::User,
+            "agent" => Role::Agent,
+            _ => {
+                tracing::warn!(id, "a kept message's role no longer reads; left out");
+                return Ok(None);
+            }
+        };
+        TranscriptEntry::Message(MessageCreated {
+            id,
+            role,
+            text: row.get(4)?,
+            at_ms,
+        })
+    } else {
+        let question: String = row.get(5)?;
+        let outcome: String = row.get(6)?;
+        let answer: Option<String> = row.get(7)?;
+        let (Ok(question), Some(outcome)) = (
+            serde_json::from_str::<QuestionRequested>(&question),
+            parse_outcome(&outcome),
+        ) else {
+            tracing::warn!(id, "a kept question no longer reads; left out");
+            return Ok(None);
+        };
+        let answer = answer
+            .filter(|_| outcome == Outcome::Answered)
+            .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
+        TranscriptEntry::Record(TranscriptRecord {
+            id,
+            request: question.request,
+            asked_by: question.asked_by,
+            created_at_ms: question.created_at_ms,
+            resolved_at_ms: at_ms,
+            outcome,
+            answer,
+        })
+    };
+    Ok(Some((session, entry)))
 }
 
 /// How `--max-store-bytes` is shared out. The database's used pages are kept

@@ -368,7 +368,10 @@ async fn the_file_is_private_and_a_read_only_file_fails_every_write_loudly() {
         .await
         .unwrap_err();
     assert!(refused.reason().contains("read-only"), "{refused}");
-    assert!(refused.reason().contains(&path.display().to_string()), "{refused}");
+    assert!(
+        refused.reason().contains(&path.display().to_string()),
+        "{refused}"
+    );
     assert_eq!(store.trouble(), Some(refused.reason().to_owned()));
 
     set_mode(&path, 0o600);
