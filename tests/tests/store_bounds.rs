@@ -337,3 +337,18 @@ async fn start_up_reads_back_only_what_the_transcripts_hold_not_every_large_reco
     let last = &entries.last().unwrap()["request"]["questions"][0]["question"];
     assert_eq!(last, "Ask 119?");
 }
+
+#[tokio::test]
+async fn history_refuses_since_and_before_beyond_i64_instead_of_wrapping_them() {
+    let dir = TempDir::new("store-history-range");
+    let host = Host::start(&dir, &[]);
+    let (status, _) = host.ask_briefly("h", &large_request(0, 1)).await;
+    assert_eq!(status, StatusCode::REQUEST_TIMEOUT);
+    for query in ["since=9223372036854775808", "before=18446744073709551615"] {
+        let (status, body) = host.get(&format!("/api/history?{query}")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        assert_eq!(body["error"]["code"], "BAD_REQUEST", "{query}: {body}");
+    }
+    let (status, _) = host.get("/api/history?since=9223372036854775807").await;
+    assert_eq!(status, StatusCode::OK, "i64::MAX itself is an instant");
+}
