@@ -471,7 +471,7 @@ fn load(conn: &Connection) -> rusqlite::Result<Restored> {
 
 /// The most bytes of transcripts read back at start, in all sessions (the
 /// most recently active first): start-up memory does not grow with the file.
-pub const MAX_RESTORED_TRANSCRIPT_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_RESTORED_TRANSCRIPT_BYTES: usize = 8 * 1024 * 1024;
 
 /// What an entry weighs besides its text when transcripts are read back
 /// (about its JSON's framing, as the in-memory transcript counts it).
