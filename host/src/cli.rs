@@ -58,7 +58,8 @@ pub struct ServeArgs {
     /// or ASK_USER_TOKEN. At least 22 of A-Z a-z 0-9 - . _ ~ (128 bits).
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Serve the page from this Trunk build instead of the one built into the binary (development).
+    /// Serve the page from this Trunk build instead of the one built into the binary (development);
+    /// read at each request, its text and wasm files compressed (brotli, gzip) on the fly.
     #[arg(long)]
     pub dist: Option<PathBuf>,
     /// Attach the scripted demo agent to session `default`.
@@ -173,6 +174,16 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
+    /// The data directory's host lock, held for the process's life so no
+    /// second host opens the same database (`None` with `--ephemeral`, which
+    /// opens none). Fails naming the address of the host that holds it.
+    pub fn lock_data_dir(&self) -> Result<Option<crate::host_lock::HostLock>, String> {
+        if self.ephemeral {
+            return Ok(None);
+        }
+        crate::host_lock::HostLock::acquire(&self.data_dir.resolve()?).map(Some)
+    }
+
     /// The store: nothing with `--ephemeral`, else the SQLite file in the
     /// data directory (both created private when missing). Fails, naming the
     /// file, on one the host must not touch.

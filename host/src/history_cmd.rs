@@ -6,6 +6,7 @@ use crate::data_dir::DataDirArg;
 use crate::store::sqlite::{self, DATABASE_FILE};
 use crate::store::{HistoryQuery, HistoryRecord, MAX_HISTORY_PAGE};
 use ask_user_core::SessionId;
+use ask_user_core::display::neutralise_for_terminal;
 use ask_user_core::wire::Outcome;
 use clap::{Args, ValueEnum};
 use rusqlite::Connection;
@@ -154,7 +155,7 @@ pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
             q.session,
             outcome_words(record.outcome),
             utc(conn, q.created_at_ms),
-            q.id
+            one_line(&q.id)
         );
         if let Some(asked_by) = &q.asked_by {
             let version = asked_by
@@ -198,9 +199,12 @@ pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
     md
 }
 
-/// Text on one line (a newline would break the list item).
+/// Text on one line (a newline would break the list item), with what a
+/// terminal would act on (ESC, BEL, …) or what reorders or hides text (bidi
+/// controls, zero-width characters) shown as `⟨U+XXXX⟩`.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    neutralise_for_terminal(&words).into_owned()
 }
 
 #[cfg(test)]
@@ -236,5 +240,47 @@ mod tests {
         let md = markdown(&conn, &[record]);
         assert!(md.contains("Asked by claude-code 2.1\n"), "{md}");
         assert!(md.contains("Note: “mind the step”\n"), "{md}");
+    }
+
+    #[test]
+    fn the_decision_log_shows_bidi_zero_width_and_terminal_controls_as_markers() {
+        let request: AskRequest = serde_json::from_value(serde_json::json!({"questions": [
+            {"id": "q\u{1b}[2J", "header": "H\u{200b}", "question": "Run \u{202e}txt.exe?",
+             "options": [{"label": "Yes\u{2066}"}, {"label": "No"}]}
+        ]}))
+        .unwrap();
+        let answer: AnswerBatch = serde_json::from_value(serde_json::json!({
+            "answers": [{"id": "q\u{1b}[2J", "selected": ["Yes\u{2066}"], "custom": "\u{1b}]0;pwned\u{7}"}],
+            "note": "n\u{feff}"
+        }))
+        .unwrap();
+        let record = HistoryRecord {
+            question: QuestionRequested {
+                id: "a\u{9b}1".to_owned(),
+                session: "s".to_owned(),
+                request,
+                created_at_ms: 0,
+                asked_by: AskedBy::from_http_header("bot\u{202d}/1"),
+            },
+            outcome: Outcome::Answered,
+            answer: Some(answer),
+            resolved_at_ms: 1000,
+        };
+        let conn = Connection::open_in_memory().unwrap();
+        let md = markdown(&conn, &[record]);
+        assert!(md.contains("question `a⟨U+009B⟩1`"), "{md}");
+        assert!(md.contains("Asked by bot⟨U+202D⟩ 1\n"), "{md}");
+        assert!(
+            md.contains("**H⟨U+200B⟩** — Run ⟨U+202E⟩txt.exe?\n"),
+            "{md}"
+        );
+        assert!(md.contains("- Yes⟨U+2066⟩\n"), "{md}");
+        assert!(md.contains("- “⟨U+001B⟩]0;pwned⟨U+0007⟩”\n"), "{md}");
+        assert!(md.contains("Note: “n⟨U+FEFF⟩”\n"), "{md}");
+        assert!(
+            !md.chars().any(|c| ask_user_core::display::is_spoofing(c)
+                || ask_user_core::display::is_terminal_control(c)),
+            "{md:?}"
+        );
     }
 }

@@ -43,7 +43,9 @@ async fn sessions(State(state): State<AppState>) -> Json<SessionList> {
 
 /// `GET /api/sessions/{session}/transcript` → `{"entries": [...]}`, oldest first.
 async fn transcript(State(state): State<AppState>, Session(session): Session) -> Json<Transcript> {
-    Json(state.store().transcript(session.as_str()))
+    let mut transcript = state.store().transcript(session.as_str());
+    transcript.demo_agent = state.config().demo && session == crate::demo::demo_session();
+    Json(transcript)
 }
 
 /// `GET /api/events`: `inbox/changed` on open and after every change.

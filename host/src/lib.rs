@@ -31,6 +31,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod history_cmd;
+pub mod host_lock;
 pub mod inbox;
 pub mod logged;
 pub mod mcp;

@@ -68,6 +68,9 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     if !args.addr.ip().is_loopback() {
         tracing::warn!(addr = %args.addr, "binding a non-loopback address: the token is all that protects the host");
     }
+    // Before binding: a second host on the directory is told where the first
+    // one serves, not that the port is taken.
+    let mut host_lock = args.lock_data_dir()?;
     let listener =
         server::bind(args.addr).map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -84,6 +87,10 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     }
     let url = open_url(addr, &config.token);
     let config_token = config.token.clone();
+    if let Some(lock) = &mut host_lock {
+        // The address without the token: the file says where, not how to get in.
+        lock.announce(&format!("http://{addr}/"))?;
+    }
     let record = args.open_record()?;
     let state = AppState::recording(config, record);
 
@@ -113,9 +120,12 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         .and_then(|()| stdout.flush())
         .map_err(|e| e.to_string())?;
     drop(stdout);
-    serve_with(listener, state, limits)
+    let served = serve_with(listener, state, limits)
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    // Held until the host has stopped serving (and the store is closed).
+    drop(host_lock);
+    served
 }
 
 async fn shutdown_signal() {

@@ -1344,6 +1344,9 @@ impl PendingStore for MemoryStore {
                     .questions
                     .first()
                     .map(|q| SessionEntry::first_question_of(&q.question)),
+                newest_question: newest
+                    .and_then(|q| q.request.questions.first())
+                    .map(|q| SessionEntry::first_question_of(&q.question)),
             });
         }
         for (name, log) in table.logs.iter() {
@@ -1360,6 +1363,7 @@ impl PendingStore for MemoryStore {
                 last_activity_ms: log.last_activity_ms,
                 asked_by: log.asked_by.clone(),
                 first_question: None,
+                newest_question: None,
             });
         }
         sessions.sort_by(SessionEntry::urgency_order);

@@ -117,6 +117,7 @@ impl SessionLogs {
                 .get(session)
                 .map(|log| log.entries.iter().map(|(entry, _)| entry.clone()).collect())
                 .unwrap_or_default(),
+            demo_agent: false,
         }
     }
 

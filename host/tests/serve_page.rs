@@ -39,7 +39,13 @@ async fn serve_from_an_empty_folder_serves_the_built_in_page_or_says_once_how_to
         .await
         .expect("the URL line")
         .unwrap();
-    let base = url.trim_end().split("/?token=").next().unwrap().to_owned();
+    // A pipe is no terminal: the line is the bare URL and where the token is.
+    let base = url
+        .split_whitespace()
+        .next()
+        .expect("the URL")
+        .trim_end_matches('/')
+        .to_owned();
 
     let client = reqwest::Client::new();
     let root = client.get(format!("{base}/")).send().await.unwrap();

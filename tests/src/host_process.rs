@@ -125,7 +125,7 @@ impl HostProcess {
         let stderr = Arc::new(Mutex::new(String::new()));
         let err_pipe = child.stderr.take().expect("stderr is piped");
         let sink = stderr.clone();
-        std::thread::spawn(move || collect(err_pipe, &sink));
+        let collector = std::thread::spawn(move || collect(err_pipe, &sink));
 
         // Keep draining stdout after the URL so the host never blocks on a full pipe.
         let (urls, found) = mpsc::channel();
@@ -164,10 +164,16 @@ impl HostProcess {
             Err(err) => {
                 let why = match err {
                     mpsc::RecvTimeoutError::Timeout => format!("nothing after {PATIENCE:?}"),
-                    mpsc::RecvTimeoutError::Disconnected => match host.child.wait() {
-                        Ok(status) => format!("it exited with {status}"),
-                        Err(err) => format!("it closed stdout: {err}"),
-                    },
+                    mpsc::RecvTimeoutError::Disconnected => {
+                        let exited = match host.child.wait() {
+                            Ok(status) => format!("it exited with {status}"),
+                            Err(err) => format!("it closed stdout: {err}"),
+                        };
+                        // It has exited: all it wrote to stderr is read once
+                        // the collector sees the pipe's end.
+                        let _ = collector.join();
+                        exited
+                    }
                 };
                 Err(HostError::NoUrl {
                     why,

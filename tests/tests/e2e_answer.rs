@@ -253,3 +253,42 @@ async fn cancel_questions_in_the_page_fails_the_agents_call_with_ask_cancelled()
     assert!(e2e.pending_ids("default").await.is_empty());
     e2e.finish().await;
 }
+
+/// The empty page's text, after its screenshot is saved to `shot`.
+async fn empty_state(e2e: &E2e, shot: &str) -> (String, String) {
+    e2e.open("default").await;
+    let empty = e2e
+        .client()
+        .wait()
+        .for_element(fantoccini::Locator::Css("[data-auq=empty]"))
+        .await
+        .expect("the empty page says what to do");
+    let kind = empty.attr("data-empty").await.unwrap().unwrap_or_default();
+    let text = empty.text().await.unwrap();
+    let png = e2e.client().screenshot().await.unwrap();
+    std::fs::write(shot, png).unwrap();
+    (kind, text)
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn the_empty_page_says_how_to_connect_an_agent_or_with_the_demo_what_starts_it() {
+    let e2e = E2e::start("empty-page", &[]).await;
+    let (kind, text) = empty_state(&e2e, "/tmp/ask-user-e2e-empty.png").await;
+    assert_eq!(kind, "no-questions");
+    assert!(text.contains("No questions yet"), "{text}");
+    assert!(
+        text.contains("claude mcp add ask-user -- ask-user mcp"),
+        "{text}"
+    );
+    e2e.finish().await;
+
+    let e2e = E2e::start("empty-page-demo", &["--demo"]).await;
+    let (kind, text) = empty_state(&e2e, "/tmp/ask-user-e2e-empty-demo.png").await;
+    assert_eq!(kind, "demo");
+    assert!(
+        text.contains("the demo agent will ask you three questions"),
+        "{text}"
+    );
+    e2e.finish().await;
+}

@@ -9,6 +9,23 @@ use ask_user_tests::e2e::{E2e, Role};
 use reqwest::StatusCode;
 use serde_json::json;
 
+/// A choice, then a free-text reason.
+fn where_and_why() -> serde_json::Value {
+    json!({"questions": [
+        {"id": "env", "question": "Where should this run first?", "header": "Environment",
+         "options": [{"label": "Staging"}, {"label": "Production"}]},
+        {"id": "why", "question": "Why there?", "header": "Reason"}
+    ]})
+}
+
+/// The answer to [`where_and_why`]: Staging, because `reason`.
+fn staging_because(reason: &str) -> serde_json::Value {
+    json!({"answers": [
+        {"id": "env", "selected": ["Staging"]},
+        {"id": "why", "selected": [], "custom": reason}
+    ]})
+}
+
 #[tokio::test]
 #[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
 async fn answering_in_one_tab_removes_the_question_from_the_other_tab() {
@@ -84,14 +101,7 @@ async fn answering_in_one_tab_removes_the_question_from_the_other_tab() {
 async fn after_a_reload_mid_answer_the_same_question_and_draft_are_back_and_answering_works() {
     let e2e = E2e::start("reload", &[]).await;
     e2e.open("default").await;
-    let agent = e2e.ask(
-        "default",
-        &json!({"questions": [
-            {"id": "env", "question": "Where should this run first?", "header": "Environment",
-             "options": [{"label": "Staging"}, {"label": "Production"}]},
-            {"id": "why", "question": "Why there?", "header": "Reason"}
-        ]}),
-    );
+    let agent = e2e.ask("default", &where_and_why());
     let page = e2e
         .wait_for("the agent's question to appear", |s| s.question_shown)
         .await;
@@ -141,13 +151,7 @@ async fn after_a_reload_mid_answer_the_same_question_and_draft_are_back_and_answ
 
     let (status, body) = e2e.reply("the agent's answer", agent).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(
-        body,
-        json!({"answers": [
-            {"id": "env", "selected": ["Staging"]},
-            {"id": "why", "selected": [], "custom": "Needs a dry run first"}
-        ]})
-    );
+    assert_eq!(body, staging_because("Needs a dry run first"));
     e2e.wait_for("the Message box to come back", |s| {
         s.message_shown && !s.question_shown
     })
@@ -160,14 +164,7 @@ async fn after_a_reload_mid_answer_the_same_question_and_draft_are_back_and_answ
 async fn keys_typed_right_after_a_choice_advances_the_question_all_reach_the_answer_box() {
     let e2e = E2e::start("type-ahead", &[]).await;
     e2e.open("default").await;
-    let agent = e2e.ask(
-        "default",
-        &json!({"questions": [
-            {"id": "env", "question": "Where should this run first?", "header": "Environment",
-             "options": [{"label": "Staging"}, {"label": "Production"}]},
-            {"id": "why", "question": "Why there?", "header": "Reason"}
-        ]}),
-    );
+    let agent = e2e.ask("default", &where_and_why());
     e2e.wait_for("the agent's question to appear", |s| s.question_shown)
         .await;
     // The click advances to the free-text item; the keys follow without a pause.
@@ -202,12 +199,6 @@ async fn keys_typed_right_after_a_choice_advances_the_question_all_reach_the_ans
     e2e.press_enter(&answer).await;
     let (status, body) = e2e.reply("the agent's answer", agent).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(
-        body,
-        json!({"answers": [
-            {"id": "env", "selected": ["Staging"]},
-            {"id": "why", "selected": [], "custom": "Needs a dry run first"}
-        ]})
-    );
+    assert_eq!(body, staging_because("Needs a dry run first"));
     e2e.finish().await;
 }

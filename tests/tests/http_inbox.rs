@@ -454,15 +454,34 @@ async fn the_inbox_stream_sends_the_list_on_open_and_again_when_a_question_arriv
         ("one", 1)
     );
     assert_eq!(list.sessions[0].first_question.as_deref(), Some("Which?"));
+    assert_eq!(list.sessions[0].newest_question.as_deref(), Some("Which?"));
 
-    let id = host.pending_ids("one").await.remove(0);
-    host.cancel("one", &id).await;
+    // A second batch: the oldest still names the session, the newest is what arrived.
+    let second = ask_as(&host, "one", Some("bot/1"), &question("Which port?"));
     let list = next_list(&mut stream).await;
+    assert_eq!(list.sessions[0].pending, 2);
+    assert_eq!(list.sessions[0].first_question.as_deref(), Some("Which?"));
+    assert_eq!(
+        list.sessions[0].newest_question.as_deref(),
+        Some("Which port?")
+    );
+
+    for id in host.pending_ids("one").await {
+        host.cancel("one", &id).await;
+    }
+    let list = loop {
+        let list = next_list(&mut stream).await;
+        if list.sessions[0].pending == 0 {
+            break list;
+        }
+    };
     assert_eq!(
         (list.sessions[0].id.as_str(), list.sessions[0].pending),
         ("one", 0)
     );
+    assert_eq!(list.sessions[0].newest_question, None);
     call.await.unwrap();
+    second.await.unwrap();
 }
 
 #[tokio::test]

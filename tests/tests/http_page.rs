@@ -127,6 +127,56 @@ async fn files_go_out_in_the_best_stored_encoding_the_client_accepts_with_vary()
 }
 
 #[tokio::test]
+async fn a_folder_file_without_stored_encodings_is_compressed_on_the_fly_and_decodes_to_itself() {
+    use std::io::Read;
+    let dist = Dist::new("on-the-fly");
+    let script: Vec<u8> = (0..2000)
+        .flat_map(|n| format!("export const value{n} = {n};\n").into_bytes())
+        .collect();
+    std::fs::write(dist.path().join("big-0123456789abcdef.js"), &script).unwrap();
+    let host = host_for(&dist).await;
+    let get = |accept: &'static str| {
+        host.client
+            .get(host.url("/big-0123456789abcdef.js"))
+            .header(ACCEPT_ENCODING, accept)
+            .send()
+    };
+
+    let brotli = get(BROWSER).await.unwrap();
+    assert_eq!(header(&brotli, CONTENT_ENCODING), "br");
+    assert_eq!(header(&brotli, VARY), "accept-encoding");
+    let body = brotli.bytes().await.unwrap();
+    assert!(body.len() < script.len() / 4, "{} bytes", body.len());
+    let mut decoded = Vec::new();
+    brotli::Decompressor::new(&body[..], 4096)
+        .read_to_end(&mut decoded)
+        .unwrap();
+    assert_eq!(decoded, script);
+
+    let gzip = get("gzip").await.unwrap();
+    assert_eq!(header(&gzip, CONTENT_ENCODING), "gzip");
+    let body = gzip.bytes().await.unwrap();
+    let mut decoded = Vec::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_end(&mut decoded)
+        .unwrap();
+    assert_eq!(decoded, script);
+
+    // A changed file is compressed again, not served from the last version.
+    std::fs::write(
+        dist.path().join("big-0123456789abcdef.js"),
+        b"x".repeat(4096),
+    )
+    .unwrap();
+    let body = get("gzip").await.unwrap().bytes().await.unwrap();
+    let mut decoded = Vec::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_end(&mut decoded)
+        .unwrap();
+    assert_eq!(decoded, b"x".repeat(4096));
+}
+
+#[tokio::test]
 async fn hashed_names_are_immutable_and_the_index_revalidates_by_etag_with_304() {
     let dist = Dist::new("caching");
     let host = host_for(&dist).await;

@@ -74,6 +74,25 @@ async fn pending_one(host: &TestHost, session: &str) -> String {
     ids.remove(0)
 }
 
+/// Runs `ask` (an `ask-user ask` command) with a one-question request on its
+/// stdin; its output once it exits.
+async fn run_ask(mut ask: Command) -> std::process::Output {
+    ask.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = ask.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(request("Ask?").to_string().as_bytes())
+        .await
+        .unwrap();
+    drop(stdin);
+    within("ask-user ask", child.wait_with_output())
+        .await
+        .unwrap()
+}
+
 /// A running `ask-user mcp`.
 struct Mcp {
     child: Child,
@@ -505,21 +524,8 @@ async fn with_no_host_three_started_at_once_start_one_host_that_keeps_its_token_
     let mut ask = Command::new(host_binary());
     ask.args(["ask", "--url", &url, "--session", "a", "--timeout-ms", "50"])
         .env_remove("ASK_USER_TOKEN")
-        .env("ASK_USER_DATA_DIR", &data_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = ask.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(request("Ask?").to_string().as_bytes())
-        .await
-        .unwrap();
-    drop(stdin);
-    let output = within("ask-user ask", child.wait_with_output())
-        .await
-        .unwrap();
+        .env("ASK_USER_DATA_DIR", &data_dir);
+    let output = run_ask(ask).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("ASK_TIMEOUT"), "{stderr}");
@@ -803,21 +809,8 @@ async fn ask_sends_the_kept_token_only_to_a_loopback_host_and_a_given_one_anywhe
             .env_remove("no_proxy")
             .env("http_proxy", &proxy)
             .env("HTTP_PROXY", &proxy)
-            .env("ASK_USER_DATA_DIR", &data_dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = ask.spawn().unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin
-            .write_all(request("Ask?").to_string().as_bytes())
-            .await
-            .unwrap();
-        drop(stdin);
-        let output = within("ask-user ask", child.wait_with_output())
-            .await
-            .unwrap();
+            .env("ASK_USER_DATA_DIR", &data_dir);
+        let output = run_ask(ask).await;
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
         (output.status.code(), stderr)
     };
@@ -869,4 +862,31 @@ async fn mcp_refuses_a_host_elsewhere_unless_given_its_token() {
     );
     assert!(output.stdout.is_empty());
     std::fs::remove_dir_all(&data_dir).ok();
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_client_pointed_elsewhere_uses_the_host_already_running_on_its_data_directory() {
+    let base = temp_dir("running-elsewhere");
+    let data_dir = base.join("data");
+    let _stop = StopHosts(base.clone());
+    let running = format!("http://127.0.0.1:{}", free_port());
+    let mut first = Mcp::start(&base, &data_dir, &running, &["--session", "a"], None);
+    first.initialize("first").await;
+    assert_eq!(first.tool_names(2).await, [TOOL_NAME]);
+
+    // Nothing answers at this address, and no second host may start on the
+    // directory (the first holds its lock): the running one serves.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let mut second = Mcp::start(&base, &data_dir, &nowhere, &["--session", "b"], None);
+    second.initialize("second").await;
+    assert_eq!(second.tool_names(2).await, [TOOL_NAME]);
+    let hosts: Vec<(u32, String)> = processes_naming(&data_dir)
+        .into_iter()
+        .filter(|(_, cmdline)| cmdline.contains(" serve "))
+        .collect();
+    assert_eq!(hosts.len(), 1, "one host: {hosts:?}");
+    let said = second.stderr();
+    assert!(!said.contains("starting `ask-user serve`"), "{said}");
+    second.assert_only_json_rpc_on_stdout();
 }

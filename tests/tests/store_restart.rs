@@ -538,6 +538,54 @@ async fn a_corrupt_database_file_is_refused_at_start_naming_it_and_left_untouche
     assert_eq!(std::fs::read(dir.database()).unwrap(), garbage, "untouched");
 }
 
+#[tokio::test]
+async fn a_second_host_on_one_data_directory_refuses_to_start_naming_the_first_ones_address() {
+    let dir = TempDir::new("store-one-host");
+    let mut first = Host::start(&dir);
+    let mut second = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .args(["serve", "--addr", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.data())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A host that starts prints its URL and keeps running: stop it, fail.
+    let mut url = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(second.stdout.take().unwrap()),
+        &mut url,
+    )
+    .unwrap();
+    if !url.is_empty() {
+        let _ = second.kill();
+        let _ = second.wait();
+        panic!("a second host started on the same data directory: {url}");
+    }
+    let second = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "refused: {stderr}");
+    assert!(
+        stderr.contains(&format!("it serves {}/", first.base)),
+        "names the running host: {stderr}"
+    );
+    assert!(
+        stderr.contains(&dir.data().display().to_string()),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(&first.token), "never the token: {stderr}");
+    assert!(first.process.is_running());
+    assert!(
+        first.pending("s").await.is_empty(),
+        "the first still serves"
+    );
+
+    // The lock goes with the process, however it ends: a kill frees the directory.
+    first.process.kill();
+    let again = Host::start(&dir);
+    assert!(again.pending("s").await.is_empty());
+}
+
 /// Runs `ask-user history --data-dir <dir> <args…>`; its stdout, or its stderr on failure.
 fn history_cli(dir: &TempDir, args: &[&str]) -> Result<String, String> {
     let output = std::process::Command::new(ask_user_tests::host_process::host_binary())

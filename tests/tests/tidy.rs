@@ -90,6 +90,35 @@ fn the_browser_crates_never_depend_on_the_host() {
 }
 
 /// The quoted value of `key = "..."` in a TOML or Rust source line.
+#[test]
+fn the_one_binary_ships_one_version_of_each_crate() {
+    // Second versions of crates were 0.8 MB of issue 20's binary (reqwest
+    // 0.12 beside rmcp's 0.13). Proc macros and build scripts do not ship.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(cargo)
+        .current_dir(root())
+        .args(["tree", "-p", "ask-user-host", "--duplicates"])
+        .args(["-e", "normal,no-proc-macro", "--target", "all"])
+        .args(["--prefix", "none", "--format", "{p}"])
+        .output()
+        .expect("cargo tree runs");
+    assert!(
+        output.status.success(),
+        "cargo tree --duplicates: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let duplicates: BTreeSet<&str> = std::str::from_utf8(&output.stdout)
+        .expect("cargo tree prints UTF-8")
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    assert!(
+        duplicates.is_empty(),
+        "the host ships several versions of a crate (align host/Cargo.toml or the workspace's \
+         Cargo.toml with the crate that pulls the other; `cargo tree -p ask-user-host -i NAME@VERSION`): {duplicates:#?}"
+    );
+}
+
 fn quoted_after(text: &str, key: &str, file: &str) -> String {
     text.lines()
         .map(str::trim)

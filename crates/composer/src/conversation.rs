@@ -9,6 +9,7 @@ use crate::session::{UseQuestionStreamReturn, use_question_stream, use_question_
 use crate::slot::{ComposerSlot, use_composer_slot};
 use crate::transport::{StreamStatus, Transport};
 use ask_user_core::SessionId;
+use ask_user_core::display::neutralised;
 use ask_user_core::transcript::{RecordAnswer, RecordView, record_view};
 use ask_user_core::wire::{MessageCreated, Outcome, Role, TranscriptEntry};
 use leptos::either::Either;
@@ -59,7 +60,8 @@ pub fn Transcript(
     }
 }
 
-/// One message: the agent's as sanitised Markdown, the person's as typed.
+/// One message: the agent's as sanitised Markdown, the person's as typed;
+/// both with bidi controls and zero-width characters made visible.
 #[component]
 fn Message(message: MessageCreated) -> impl IntoView {
     view! {
@@ -73,8 +75,8 @@ fn Message(message: MessageCreated) -> impl IntoView {
             }
         >
             {match message.role {
-                Role::Agent => Either::Left(view! { <Markdown text=message.text.clone() /> }),
-                Role::User => Either::Right(message.text.clone()),
+                Role::Agent => Either::Left(view! { <Markdown text=neutralised(message.text.clone()) /> }),
+                Role::User => Either::Right(neutralised(message.text.clone())),
             }}
         </li>
     }

@@ -147,6 +147,14 @@ pub struct Texts {
     pub notifications_blocked: &'static str,
     /// Toggle: a short sound when a question arrives.
     pub arrival_sound: &'static str,
+    /// The empty page with the demo agent (`--demo`): what starts it.
+    pub empty_demo: &'static str,
+    /// The empty page without one: nothing has asked yet.
+    pub empty_no_questions: &'static str,
+    /// The empty page without one: how to connect an agent (the command follows).
+    pub empty_connect: &'static str,
+    /// The link to the docs under it.
+    pub empty_docs: &'static str,
     progress: fn(usize, usize) -> String,
     too_many_pending: fn(usize) -> String,
     waiting: fn(usize) -> String,
@@ -157,6 +165,7 @@ pub struct Texts {
     someone_asks: fn(Option<&str>) -> String,
     age: fn(Age) -> String,
     waiting_count: fn(usize) -> String,
+    arrival: fn(&str, usize) -> String,
     record_outcome: fn(Outcome) -> &'static str,
 }
 
@@ -204,6 +213,12 @@ impl Texts {
     /// A session's waiting count, for screen readers ("2 waiting").
     pub fn waiting_count(&self, count: usize) -> String {
         (self.waiting_count)(count)
+    }
+
+    /// A notification's body: the new batch's first question, and how many
+    /// wait in its session when more than it do.
+    pub fn arrival(&self, question: Option<&str>, pending: usize) -> String {
+        (self.arrival)(question.unwrap_or_default(), pending)
     }
 
     /// How a resolved batch ended, in the transcript ("Cancelled", …).
@@ -264,6 +279,10 @@ static EN: Texts = Texts {
     notifications_on: "Notifications on",
     notifications_blocked: "Notifications are blocked: allow them for this site in the browser's site settings, then reload.",
     arrival_sound: "Sound",
+    empty_demo: "Send any message: the demo agent will ask you three questions.",
+    empty_no_questions: "No questions yet",
+    empty_connect: "Questions from your agents appear here. To connect Claude Code, run:",
+    empty_docs: "How to connect other agents",
     progress: |current, total| format!("{current} of {total}"),
     too_many_pending: |limit| {
         format!(
@@ -290,6 +309,10 @@ static EN: Texts = Texts {
         None => "An agent asks".to_owned(),
     },
     waiting_count: |count| format!("{count} waiting"),
+    arrival: |question, pending| match pending {
+        0 | 1 => question.to_owned(),
+        n => format!("{question}\n{n} questions waiting"),
+    },
     age: |age| match age {
         Age::JustNow => "just now".to_owned(),
         Age::Minutes(n) => format!("{n} min ago"),
@@ -356,6 +379,10 @@ static ZH: Texts = Texts {
     notifications_on: "通知已开启",
     notifications_blocked: "通知已被阻止：请在浏览器的网站设置中允许此网站的通知，然后刷新页面。",
     arrival_sound: "提示音",
+    empty_demo: "发送任意消息：演示智能体会问你三个问题。",
+    empty_no_questions: "还没有问题",
+    empty_connect: "智能体的问题会显示在这里。要连接 Claude Code，请运行：",
+    empty_docs: "如何连接其他智能体",
     progress: |current, total| format!("第 {current} 题，共 {total} 题"),
     too_many_pending: |limit| {
         format!(
@@ -377,6 +404,10 @@ static ZH: Texts = Texts {
         None => "智能体在提问".to_owned(),
     },
     waiting_count: |count| format!("{count} 个等待中"),
+    arrival: |question, pending| match pending {
+        0 | 1 => question.to_owned(),
+        n => format!("{question}\n共 {n} 个问题在等待"),
+    },
     age: |age| match age {
         Age::JustNow => "刚刚".to_owned(),
         Age::Minutes(n) => format!("{n} 分钟前"),
@@ -429,6 +460,20 @@ mod tests {
         assert_eq!(Lang::En.texts().waiting(1), "1 more request waiting");
         assert_eq!(Lang::En.texts().waiting(2), "2 more requests waiting");
         assert_eq!(Lang::Zh.texts().progress(2, 3), "第 2 题，共 3 题");
+    }
+
+    #[test]
+    fn a_notification_names_the_question_and_how_many_wait_only_when_more_do() {
+        let (en, zh) = (Lang::En.texts(), Lang::Zh.texts());
+        assert_eq!(en.arrival(Some("Which database?"), 1), "Which database?");
+        assert_eq!(
+            en.arrival(Some("Which database?"), 3),
+            "Which database?\n3 questions waiting"
+        );
+        assert_eq!(
+            zh.arrival(Some("选哪个？"), 2),
+            "选哪个？\n共 2 个问题在等待"
+        );
     }
 
     #[test]

@@ -83,7 +83,14 @@ pub fn transcript(text: &str) -> Option<Transcript> {
                 _ => continue,
             });
         }
-        Some(Transcript { entries: out })
+        let demo_agent = js_sys::Reflect::get(&value, &"demo_agent".into())
+            .ok()
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        Some(Transcript {
+            entries: out,
+            demo_agent,
+        })
     }
     #[cfg(not(target_arch = "wasm32"))]
     {

@@ -9,10 +9,12 @@ use crate::conversation::{Conversation, MountOptions};
 use crate::i18n::{Texts, use_locale};
 use crate::inbox::{INBOX_LOCK, Inbox, InboxTransport, use_inbox};
 use crate::notify::{self, Permission};
-use crate::session::use_question_stream_with;
+use crate::session::{UseQuestionStreamReturn, use_question_stream_with};
 use crate::transport::{HttpTransport, Transport};
 use ask_user_core::SessionId;
 use ask_user_core::attention::{self, arrivals};
+use ask_user_core::display::neutralised;
+use ask_user_core::transcript::{EmptyState, empty_state};
 use ask_user_core::wire::SessionList;
 use leptos::prelude::*;
 use std::rc::Rc;
@@ -115,7 +117,10 @@ pub fn page(host: PageHost) -> impl IntoView {
             });
             shown_waiting.set(now);
         });
-        view! { <Conversation stream /> }
+        view! {
+            <EmptyPage stream texts />
+            <Conversation stream />
+        }
     };
     view! {
         <header class="auq-page__header">
@@ -125,6 +130,52 @@ pub fn page(host: PageHost) -> impl IntoView {
         </header>
         {inbox.map(|inbox| view! { <SessionSwitcher inbox shown texts open /> })}
         {conversation}
+    }
+}
+
+/// The one line that connects Claude Code to this host.
+pub const CONNECT_COMMAND: &str = "claude mcp add ask-user -- ask-user mcp";
+
+/// Where the docs say how to connect an agent.
+pub const CONNECT_DOCS_URL: &str =
+    concat!(env!("CARGO_PKG_REPOSITORY"), "/blob/main/docs/agents.md");
+
+/// What an empty conversation says (core's [`empty_state`]): with the demo
+/// agent, what starts it; otherwise that nothing has asked yet and how to
+/// connect an agent.
+#[component]
+fn EmptyPage(stream: UseQuestionStreamReturn, texts: &'static Texts) -> impl IntoView {
+    let view_model = stream.session.view();
+    let state = move || {
+        empty_state(
+            stream.transcript_loaded.get(),
+            stream.entries.with(Vec::len),
+            view_model.with(|v| v.pending()),
+            stream.demo_agent.get(),
+        )
+    };
+    move || {
+        state().map(|state| match state {
+            EmptyState::Demo => view! {
+                <section class="auq-page__empty" data-auq="empty" data-empty="demo">
+                    <p class="auq-page__empty-title">{texts.empty_demo}</p>
+                </section>
+            }
+            .into_any(),
+            EmptyState::NoQuestionsYet => view! {
+                <section class="auq-page__empty" data-auq="empty" data-empty="no-questions">
+                    <h2 class="auq-page__empty-title">{texts.empty_no_questions}</h2>
+                    <p>{texts.empty_connect}</p>
+                    <pre class="auq-page__command"><code data-auq="connect-command">{CONNECT_COMMAND}</code></pre>
+                    <p>
+                        <a href=CONNECT_DOCS_URL target="_blank" rel="noopener noreferrer" data-auq="docs">
+                            {texts.empty_docs}
+                        </a>
+                    </p>
+                </section>
+            }
+            .into_any(),
+        })
     }
 }
 
@@ -166,6 +217,7 @@ fn SessionSwitcher(
                 last_activity_ms: 0,
                 asked_by: None,
                 first_question: None,
+                newest_question: None,
             });
         }
         list
@@ -180,7 +232,7 @@ fn SessionSwitcher(
                             let id = id.clone();
                             move || shown.get().as_str() == id
                         };
-                        let by = entry.asked_by.as_ref().map(|a| a.name.clone());
+                        let by = entry.asked_by.as_ref().map(|a| neutralised(a.name.clone()));
                         let pending = entry.pending;
                         let label = match &by {
                             Some(by) => format!("{} · {by}", entry.id),
@@ -292,7 +344,7 @@ fn use_notifications(inbox: Inbox, texts: &'static Texts, open: Callback<String>
         if document().hidden() {
             for arrival in &due {
                 let title = texts.someone_asks(arrival.asked_by.as_deref());
-                let body = arrival.question.clone().unwrap_or_default();
+                let body = texts.arrival(arrival.question.as_deref(), arrival.pending as usize);
                 notify::notify(&title, &body, arrival, move |session| open.run(session));
             }
         }

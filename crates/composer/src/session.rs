@@ -147,6 +147,11 @@ pub struct UseQuestionStreamReturn {
     pub entries: ReadSignal<Vec<TranscriptEntry>>,
     /// Whether the event stream is up.
     pub status: ReadSignal<StreamStatus>,
+    /// `GET …/transcript` has answered once (until then an empty conversation
+    /// is not known to be empty).
+    pub transcript_loaded: ReadSignal<bool>,
+    /// The demo agent listens in this session (from the transcript).
+    pub demo_agent: ReadSignal<bool>,
 }
 
 impl UseQuestionStreamReturn {
@@ -177,6 +182,8 @@ pub fn use_question_stream_with(transport: Transport) -> UseQuestionStreamReturn
     let (messages, set_messages) = signal(Vec::<MessageCreated>::new());
     let (entries, set_entries) = signal(Vec::<TranscriptEntry>::new());
     let (status, set_status) = signal(StreamStatus::Closed);
+    let (transcript_loaded, set_transcript_loaded) = signal(false);
+    let (demo_agent, set_demo_agent) = signal(false);
     let add = move |entry: TranscriptEntry| {
         let _ = set_entries.try_update(|list| transcript::merge(list, entry));
     };
@@ -188,7 +195,9 @@ pub fn use_question_stream_with(transport: Transport) -> UseQuestionStreamReturn
             let load = transport.load_transcript();
             leptos::task::spawn_local(async move {
                 if let Ok(loaded) = load.await {
+                    let _ = set_demo_agent.try_set(loaded.demo_agent);
                     loaded.entries.into_iter().for_each(add);
+                    let _ = set_transcript_loaded.try_set(true);
                 }
             });
         }
@@ -263,5 +272,7 @@ pub fn use_question_stream_with(transport: Transport) -> UseQuestionStreamReturn
         messages,
         entries,
         status,
+        transcript_loaded,
+        demo_agent,
     }
 }

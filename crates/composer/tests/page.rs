@@ -523,3 +523,169 @@ async fn a_person_typing_keeps_the_focus_while_batches_arrive_here_and_in_other_
     drop(handle);
     root.remove();
 }
+
+const SPOOF: &str = r#"{"questions":[{"id":"run","header":"Sh\u202eell","question":"Run \u202etxt.exe?","options":[{"label":"Yes\u200b"},{"label":"No"}]}]}"#;
+
+#[wasm_bindgen_test]
+async fn the_page_title_and_transcript_show_bidi_and_zero_width_characters_as_markers_and_the_answer_keeps_the_label()
+ {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    host.set_transcript(
+        serde_json::from_value(serde_json::json!({"entries": [
+            {"kind": "message", "id": "m1", "role": "agent", "text": "Read \u{2066}this\u{2069}", "at_ms": 1},
+            {"kind": "record", "id": "r1", "created_at_ms": 2, "resolved_at_ms": 3, "outcome": "answered",
+             "asked_by": {"kind": "mcp", "name": "Bot\u{feff}"},
+             "request": {"questions": [{"id": "q", "question": "Old\u{202d}?", "options": [{"label": "A\u{200c}"}]}]},
+             "answer": {"answers": [{"id": "q", "selected": ["A\u{200c}"]}]}}
+        ]}))
+        .unwrap(),
+    );
+    let root = container();
+    let transport = Transport::new(host.clone());
+    let handle = mount_to(root.clone(), move || page_view_with(transport));
+    settle().await;
+    host.emit(requested("q1", 1, SPOOF));
+    settle().await;
+    let text = root.text_content().unwrap_or_default();
+    for shown in [
+        "Run ⟨U+202E⟩txt.exe?",
+        "Sh⟨U+202E⟩ell",
+        "Yes⟨U+200B⟩",
+        "Read ⟨U+2066⟩this⟨U+2069⟩",
+        "Old⟨U+202D⟩?",
+        "A⟨U+200C⟩",
+        "Bot⟨U+FEFF⟩",
+    ] {
+        assert!(text.contains(shown), "{shown:?} in {text:?}");
+    }
+    assert!(
+        !text.contains([
+            '\u{202E}', '\u{200B}', '\u{2066}', '\u{202D}', '\u{200C}', '\u{FEFF}'
+        ]),
+        "{text:?}"
+    );
+    assert_eq!(document().title(), "(1) Run ⟨U+202E⟩txt.exe? · ask-user");
+
+    // Choosing the option posts its label exactly as the agent sent it.
+    let option: web_sys::HtmlElement = root
+        .query_selector("[data-auq=option]")
+        .unwrap()
+        .expect("an option")
+        .dyn_into()
+        .unwrap();
+    option.click();
+    settle().await;
+    let submit: web_sys::HtmlElement = root
+        .query_selector("[data-auq=submit]")
+        .unwrap()
+        .expect("Submit")
+        .dyn_into()
+        .unwrap();
+    submit.click();
+    settle().await;
+    let posted = host.posts();
+    let Some(ask_user_composer::RecordedPost::Answer { batch, .. }) = posted.first() else {
+        panic!("an answer was posted: {posted:?}");
+    };
+    assert_eq!(batch.answers[0].selected, ["Yes\u{200b}"]);
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+async fn an_empty_page_says_how_to_connect_an_agent_or_with_the_demo_what_starts_it() {
+    clear_session_storage();
+    let host = MemoryTransport::new();
+    let root = container();
+    let transport = Transport::new(host.clone());
+    let handle = mount_to(root.clone(), move || page_view_with(transport));
+    settle().await;
+    let empty = root
+        .query_selector("[data-auq=empty]")
+        .unwrap()
+        .expect("an empty state");
+    assert_eq!(
+        empty.get_attribute("data-empty").as_deref(),
+        Some("no-questions")
+    );
+    let text = empty.text_content().unwrap_or_default();
+    assert!(text.contains("No questions yet"), "{text}");
+    assert!(
+        text.contains("claude mcp add ask-user -- ask-user mcp"),
+        "{text}"
+    );
+    let docs = empty
+        .query_selector("a[data-auq=docs]")
+        .unwrap()
+        .expect("a link to the docs");
+    assert!(
+        docs.get_attribute("href")
+            .is_some_and(|h| h.starts_with("http")),
+        "{:?}",
+        docs.get_attribute("href")
+    );
+
+    host.emit(requested("q1", 1, DB));
+    settle().await;
+    assert!(
+        root.query_selector("[data-auq=empty]").unwrap().is_none(),
+        "gone while a question waits"
+    );
+    host.emit(resolved("q1", CANCELLED));
+    drop(handle);
+    root.remove();
+
+    // With the demo agent listening, the empty page says what starts it.
+    let demo = MemoryTransport::new();
+    demo.set_transcript(ask_user_core::wire::Transcript {
+        entries: Vec::new(),
+        demo_agent: true,
+    });
+    let root = container();
+    let transport = Transport::new(demo.clone());
+    let handle = mount_to(root.clone(), move || page_view_with(transport));
+    settle().await;
+    let empty = root
+        .query_selector("[data-auq=empty]")
+        .unwrap()
+        .expect("an empty state");
+    assert_eq!(empty.get_attribute("data-empty").as_deref(), Some("demo"));
+    assert_eq!(
+        empty.text_content().unwrap_or_default(),
+        "Send any message: the demo agent will ask you three questions."
+    );
+    drop(handle);
+    root.remove();
+}
+
+#[wasm_bindgen_test]
+async fn a_notification_names_the_new_batch_and_how_many_wait_not_the_oldest_question() {
+    stub_notifications("granted");
+    let list = |pending: u32, newest: &str| -> ask_user_core::wire::SessionList {
+        serde_json::from_value(
+            serde_json::json!({"sessions": [{"id": "a", "pending": pending,
+            "last_activity_ms": 1, "asked_by": {"kind": "mcp", "name": "Claude Code"},
+            "first_question": "Seen already?", "newest_question": newest}]}),
+        )
+        .unwrap()
+    };
+    let inbox = MemoryTransport::new();
+    inbox.set_sessions(list(1, "Seen already?"));
+    let (root, handle) = page_over(&[], &inbox, "auq-test-notify-newest");
+    inbox_streams_become(&inbox, 1, "the page opens the inbox stream").await;
+    set_hidden(true);
+    inbox.emit_inbox(list(2, "Which port?"));
+    settle().await;
+    assert_eq!(
+        notes(),
+        vec![vec![
+            "Claude Code asks".to_owned(),
+            "Which port?\n2 questions waiting".to_owned(),
+            "ask-user:a".to_owned()
+        ]]
+    );
+    set_hidden(false);
+    drop(handle);
+    root.remove();
+}

@@ -5,6 +5,7 @@
 //! ([`SessionList`]) they count every session, and [`arrivals`] says which
 //! batches are worth a notification.
 
+use crate::display::neutralise;
 use crate::wire::SessionList;
 
 /// The page's title when nothing waits, and the suffix of every other title.
@@ -15,12 +16,13 @@ pub const MAX_TITLE_QUESTION_CHARS: usize = 60;
 
 /// The document title: `(2) Which database? · ask-user` while 2 questions wait
 /// (the first question's text, whitespace collapsed, at most
-/// [`MAX_TITLE_QUESTION_CHARS`] with an ellipsis), [`APP_TITLE`] when none do.
+/// [`MAX_TITLE_QUESTION_CHARS`] with an ellipsis, bidi controls and zero-width
+/// characters made visible), [`APP_TITLE`] when none do.
 pub fn document_title(pending: usize, first_question: Option<&str>) -> String {
     if pending == 0 {
         return APP_TITLE.to_owned();
     }
-    let question = first_question.map(|q| shorten(q, MAX_TITLE_QUESTION_CHARS));
+    let question = first_question.map(|q| shorten(&neutralise(q), MAX_TITLE_QUESTION_CHARS));
     match question.filter(|q| !q.is_empty()) {
         Some(question) => format!("({pending}) {question} · {APP_TITLE}"),
         None => format!("({pending}) {APP_TITLE}"),
@@ -113,14 +115,18 @@ pub fn waiting(
 }
 
 /// A batch that arrived between two inbox lists: worth one notification.
+/// Its texts are for display ([`neutralise`]d).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arrival {
     /// The session it waits in.
     pub session: String,
     /// Who asked (display text), when the host knows.
     pub asked_by: Option<String>,
-    /// The session's first waiting question.
+    /// The newest batch's first question: the one that just arrived (the
+    /// oldest waiting one, from a host that does not say).
     pub question: Option<String>,
+    /// How many batches now wait in the session, the new one included.
+    pub pending: u32,
 }
 
 /// The sessions whose pending count rose from `before` to `after` (one
@@ -131,6 +137,7 @@ pub fn arrivals(before: Option<&SessionList>, after: &SessionList) -> Vec<Arriva
     let Some(before) = before else {
         return Vec::new();
     };
+    let shown = |text: &String| neutralise(text).into_owned();
     after
         .sessions
         .iter()
@@ -144,8 +151,13 @@ pub fn arrivals(before: Option<&SessionList>, after: &SessionList) -> Vec<Arriva
         })
         .map(|now| Arrival {
             session: now.id.clone(),
-            asked_by: now.asked_by.as_ref().map(|a| a.name.clone()),
-            question: now.first_question.clone(),
+            asked_by: now.asked_by.as_ref().map(|a| shown(&a.name)),
+            question: now
+                .newest_question
+                .as_ref()
+                .or(now.first_question.as_ref())
+                .map(shown),
+            pending: now.pending,
         })
         .collect()
 }

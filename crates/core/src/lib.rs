@@ -75,6 +75,7 @@
 
 pub mod answer;
 pub mod attention;
+pub mod display;
 pub mod error;
 pub mod keys;
 pub mod limits;

@@ -2,6 +2,7 @@
 //! questions, merged from `GET …/transcript` and the stream's frames into one
 //! list (each entry once, in time order, bounded), and what a record shows.
 
+use crate::display::neutralised;
 use crate::limits::MAX_TRANSCRIPT_ENTRIES;
 use crate::recommend::recommendation;
 use crate::wire::{Outcome, TranscriptEntry, TranscriptRecord};
@@ -41,7 +42,8 @@ pub fn merge(entries: &mut Vec<TranscriptEntry>, entry: TranscriptEntry) -> bool
     true
 }
 
-/// A resolved question as the conversation shows it: read-only, compact.
+/// A resolved question as the conversation shows it: read-only, compact, every
+/// text [`crate::display::neutralise`]d.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordView {
     /// The question's id.
@@ -93,7 +95,7 @@ pub fn record_view(record: &TranscriptRecord) -> RecordView {
         .questions
         .iter()
         .map(|question| RecordItem {
-            question: question.question.clone(),
+            question: neutralised(question.question.clone()),
             answer: answer.map(|batch| {
                 let given = batch.answers.iter().find(|a| a.id == question.id);
                 match given {
@@ -102,9 +104,9 @@ pub fn record_view(record: &TranscriptRecord) -> RecordView {
                             labels: a
                                 .selected
                                 .iter()
-                                .map(|l| recommendation(l).display.to_owned())
+                                .map(|l| neutralised(recommendation(l).display.to_owned()))
                                 .collect(),
-                            custom: a.custom.clone(),
+                            custom: a.custom.clone().map(neutralised),
                         }
                     }
                     _ => RecordAnswer::Skipped,
@@ -114,9 +116,40 @@ pub fn record_view(record: &TranscriptRecord) -> RecordView {
         .collect();
     RecordView {
         id: record.id.clone(),
-        asked_by: record.asked_by.as_ref().map(|a| a.name.clone()),
+        asked_by: record
+            .asked_by
+            .as_ref()
+            .map(|a| neutralised(a.name.clone())),
         items,
         outcome: record.outcome,
-        note: answer.and_then(|batch| batch.note.clone()),
+        note: answer.and_then(|batch| batch.note.clone()).map(neutralised),
     }
+}
+
+/// What an empty conversation says, so a person who opens the page before any
+/// agent has asked knows what to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmptyState {
+    /// The demo agent listens: a message starts it.
+    Demo,
+    /// Nothing has asked yet: how to connect an agent.
+    NoQuestionsYet,
+}
+
+/// The empty state to show: only once the transcript has loaded (no flash
+/// before it does), while it holds nothing and nothing waits.
+pub fn empty_state(
+    loaded: bool,
+    entries: usize,
+    pending: usize,
+    demo_agent: bool,
+) -> Option<EmptyState> {
+    if !loaded || entries > 0 || pending > 0 {
+        return None;
+    }
+    Some(if demo_agent {
+        EmptyState::Demo
+    } else {
+        EmptyState::NoQuestionsYet
+    })
 }

@@ -286,6 +286,10 @@ impl TranscriptEntry {
 pub struct Transcript {
     /// Messages and records in time order.
     pub entries: Vec<TranscriptEntry>,
+    /// The demo agent (`ask-user serve --demo`) listens in this session: a
+    /// message starts its questions (the empty page says so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub demo_agent: bool,
 }
 
 /// One session of `GET /api/sessions` and of `inbox/changed`.
@@ -304,6 +308,10 @@ pub struct SessionEntry {
     /// [`MAX_FIRST_QUESTION_CHARS`] characters (see [`preview`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_question: Option<String>,
+    /// The newest pending batch's first question, cut like `first_question`:
+    /// what a notification of an arrival names (`None` from an older host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub newest_question: Option<String>,
 }
 
 impl SessionEntry {

@@ -125,12 +125,14 @@ fn a_notification_is_due_only_for_a_session_whose_pending_count_rose() {
             Arrival {
                 session: "b".into(),
                 asked_by: Some("Claude Code".into()),
-                question: Some("Name?".into())
+                question: Some("Name?".into()),
+                pending: 1,
             },
             Arrival {
                 session: "c".into(),
                 asked_by: Some("Claude Code".into()),
-                question: Some("X?".into())
+                question: Some("X?".into()),
+                pending: 2,
             },
         ]
     );
@@ -143,6 +145,28 @@ fn a_notification_is_due_only_for_a_session_whose_pending_count_rose() {
         arrivals(Some(&after), &resolved).is_empty(),
         "nothing for a batch resolved"
     );
+}
+
+#[test]
+fn a_notification_names_the_new_batchs_first_question_not_the_oldest_waiting_one() {
+    use ask_user_core::attention::arrivals;
+    let session = |pending: u32, newest: Option<&str>| -> ask_user_core::wire::SessionList {
+        serde_json::from_value(
+            serde_json::json!({"sessions": [{"id": "s", "pending": pending,
+            "last_activity_ms": 1, "first_question": "Seen already?", "newest_question": newest}]}),
+        )
+        .unwrap()
+    };
+    let due = arrivals(
+        Some(&session(1, Some("Seen already?"))),
+        &session(3, Some("Which port?")),
+    );
+    assert_eq!(due.len(), 1);
+    assert_eq!(due[0].question.as_deref(), Some("Which port?"));
+    assert_eq!(due[0].pending, 3, "how many wait in the session");
+    // A host that does not say which is newest: the oldest, as before.
+    let due = arrivals(Some(&session(1, None)), &session(2, None));
+    assert_eq!(due[0].question.as_deref(), Some("Seen already?"));
 }
 
 #[test]

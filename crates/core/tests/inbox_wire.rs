@@ -230,6 +230,7 @@ fn transcript_entries_are_tagged_by_kind_and_round_trip() {
             TranscriptEntry::Record(record(Outcome::Answered)),
             TranscriptEntry::Record(record(Outcome::Cancelled)),
         ],
+        demo_agent: false,
     };
     let data = serde_json::to_value(&transcript).unwrap();
     assert_eq!(
@@ -263,6 +264,7 @@ fn entry(id: &str, pending: u32, last_activity_ms: u64) -> SessionEntry {
         last_activity_ms,
         asked_by: None,
         first_question: None,
+        newest_question: None,
     }
 }
 

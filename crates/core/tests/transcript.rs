@@ -148,3 +148,16 @@ fn a_record_that_was_not_answered_lists_the_questions_and_only_the_outcome() {
         assert_eq!(view.note, None);
     }
 }
+
+#[test]
+fn an_empty_conversation_says_what_to_do_once_loaded_and_only_while_nothing_is_there() {
+    use ask_user_core::transcript::{EmptyState, empty_state};
+    assert_eq!(empty_state(false, 0, 0, false), None, "not before the load");
+    assert_eq!(
+        empty_state(true, 0, 0, false),
+        Some(EmptyState::NoQuestionsYet)
+    );
+    assert_eq!(empty_state(true, 0, 0, true), Some(EmptyState::Demo));
+    assert_eq!(empty_state(true, 1, 0, true), None, "a message is there");
+    assert_eq!(empty_state(true, 0, 1, false), None, "a question waits");
+}

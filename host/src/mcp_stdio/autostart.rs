@@ -93,6 +93,20 @@ pub async fn ensure_host(base: &Url, data_dir: &Path) -> Result<(), String> {
     outcome
 }
 
+/// The host already running on `data_dir` when none answers at `base`: a
+/// second host cannot start on that directory (it holds `host.lock`), so the
+/// one it announced there is the one to use.
+pub async fn running_host(base: &Url, data_dir: &Path) -> Option<Url> {
+    let client = crate::ask_cmd::http_client(base);
+    if healthy(&client, base).await {
+        return None;
+    }
+    let announced = Url::parse(&crate::host_lock::announced(data_dir)?).ok()?;
+    let elsewhere = announced != *base && crate::ask_cmd::is_loopback(&announced);
+    (elsewhere && healthy(&crate::ask_cmd::http_client(&announced), &announced).await)
+        .then_some(announced)
+}
+
 /// Whether an ask-user host answers its health check at `base`.
 async fn healthy(client: &reqwest::Client, base: &Url) -> bool {
     let Ok(url) = base.join("api/health") else {

@@ -189,7 +189,7 @@ impl Link {
             info: ClientConfig::new(ClientCapabilities::default(), client_info),
         };
         // The host is on loopback: never through a proxy (it would see the token).
-        let http = reqwest_mcp::Client::builder()
+        let http = reqwest::Client::builder()
             .no_proxy()
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;

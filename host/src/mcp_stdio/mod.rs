@@ -164,6 +164,16 @@ pub async fn run(args: McpArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut target = target;
+    // A host this data directory's lock names serves instead of the default
+    // address; the kept token is that host's too. A token given on --url is
+    // for the host named there, so such a target is never redirected.
+    if target.url_token.is_none()
+        && let Some(running) = autostart::running_host(&target.base, &target.data_dir).await
+    {
+        tracing::info!(host = %running, "using the host already running on the data directory");
+        target.base = running;
+    }
     tracing::info!(session = %target.session, host = %target.base, "ask-user mcp on stdio");
     let served = bridge::Bridge::new(target)
         .serve(rmcp::transport::stdio())

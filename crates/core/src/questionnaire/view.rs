@@ -5,6 +5,7 @@
 
 use super::query::effective_selected;
 use super::types::*;
+use crate::display::neutralised;
 use crate::recommend::recommendation;
 
 /// Everything the question composer shows. Build it with [`view`] after every
@@ -124,7 +125,7 @@ pub enum StatusKey {
 /// The strip's chip.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Chip {
-    /// The current item's `header`, as sent.
+    /// The current item's `header`, as shown ([`crate::display::neutralise`]d).
     Header(String),
     /// "Plan review" (localised).
     PlanReview,
@@ -160,9 +161,11 @@ pub enum Body {
 pub struct ItemView {
     /// The item's index (0-based).
     pub index: usize,
-    /// The question, as sent.
+    /// The question, as shown: every text meant for the eye in the view model
+    /// is [`crate::display::neutralise`]d (bidi controls and zero-width
+    /// characters made visible); only [`OptionRow::label`] is as sent.
     pub question: String,
-    /// The question's `detail`, as sent: Markdown, which the composer renders
+    /// The question's `detail`, as shown: Markdown, which the composer renders
     /// as core's sanitised subset ([`crate::markdown`]).
     pub detail: Option<String>,
     /// Checkboxes ("Choose any") rather than radios ("Choose one").
@@ -189,7 +192,8 @@ pub struct OptionRow {
     pub index: usize,
     /// The label as sent (what is returned when chosen).
     pub label: String,
-    /// The label to show: without the ` (Recommended)` suffix when recommended.
+    /// The label to show: without the ` (Recommended)` suffix when recommended,
+    /// neutralised.
     pub display: String,
     /// Show a "Recommended" badge. Never implies selection or focus.
     pub recommended: bool,
@@ -233,7 +237,7 @@ pub struct Step {
 /// The plan-review panel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlanView {
-    /// The question, as sent.
+    /// The question, as shown.
     pub question: String,
     /// The plan: the question's `detail`, Markdown.
     pub plan: String,
@@ -254,8 +258,26 @@ pub fn view(state: &Questionnaire) -> ViewModel {
         waiting: state.waiting_count(),
         notice: state.notice.clone(),
         focus: state.focus,
-        announcement: state.announcement.clone(),
+        announcement: state.announcement.clone().map(shown_announcement),
     }
+}
+
+/// The live region reads the question as the page shows it.
+fn shown_announcement(announcement: Versioned<Announcement>) -> Versioned<Announcement> {
+    let Versioned { version, value } = announcement;
+    let value = match value {
+        Announcement::NewQuestion {
+            question_id,
+            question,
+            pending,
+        } => Announcement::NewQuestion {
+            question_id,
+            question: neutralised(question),
+            pending,
+        },
+        other => other,
+    };
+    Versioned { version, value }
 }
 
 impl ViewModel {
@@ -288,7 +310,7 @@ fn request_view(request: &PendingRequest) -> RequestView {
     let question = request.current_question();
     let chip = match body {
         Body::PlanReview(_) => Some(Chip::PlanReview),
-        Body::Item(_) => question.header.clone().map(Chip::Header),
+        Body::Item(_) => question.header.clone().map(neutralised).map(Chip::Header),
     };
     let progress = (request.len() > 1 && !request.is_plan_review()).then_some(Progress {
         current: request.drafts.current + 1,
@@ -297,11 +319,10 @@ fn request_view(request: &PendingRequest) -> RequestView {
     RequestView {
         id: request.id.clone(),
         created_at_ms: request.created_at_ms,
-        first_question: request.request.questions[0].question.clone(),
-        asked_by: request
-            .asked_by
-            .as_ref()
-            .map(|a| crate::attention::shorten(&a.name, MAX_SHOWN_ASKER_CHARS)),
+        first_question: neutralised(request.request.questions[0].question.clone()),
+        asked_by: request.asked_by.as_ref().map(|a| {
+            crate::attention::shorten(&neutralised(a.name.clone()), MAX_SHOWN_ASKER_CHARS)
+        }),
         phase: match request.status {
             Status::Editing => Phase::Editing,
             Status::Sending(_) => Phase::Sending,
@@ -355,9 +376,9 @@ fn item_view(request: &PendingRequest) -> ItemView {
             OptionRow {
                 index,
                 label: option.label.clone(),
-                display: shown.display.to_owned(),
+                display: neutralised(shown.display.to_owned()),
                 recommended: shown.recommended,
-                description: option.description.clone(),
+                description: option.description.clone().map(neutralised),
                 selected: chosen.contains(&option.label),
                 focused: request.option_focus == Some(index),
                 number_key: u8::try_from(index + 1).ok().filter(|n| *n <= 9),
@@ -381,8 +402,8 @@ fn item_view(request: &PendingRequest) -> ItemView {
     };
     ItemView {
         index: request.drafts.current,
-        question: question.question.clone(),
-        detail: question.detail.clone(),
+        question: neutralised(question.question.clone()),
+        detail: question.detail.clone().map(neutralised),
         multi_select: question.is_multi_select(),
         options,
         text_box: TextBox {
@@ -399,13 +420,15 @@ fn item_view(request: &PendingRequest) -> ItemView {
 fn plan_view(request: &PendingRequest, approve: usize, decline: Option<usize>) -> PlanView {
     let question = &request.request.questions[0];
     let display = |index: usize| {
-        recommendation(&question.options()[index].label)
-            .display
-            .to_owned()
+        neutralised(
+            recommendation(&question.options()[index].label)
+                .display
+                .to_owned(),
+        )
     };
     PlanView {
-        question: question.question.clone(),
-        plan: question.detail.clone().unwrap_or_default(),
+        question: neutralised(question.question.clone()),
+        plan: neutralised(question.detail.clone().unwrap_or_default()),
         approve: display(approve),
         decline: decline.map(display),
     }
