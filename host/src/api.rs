@@ -57,12 +57,22 @@ async fn history(
     if let Some(session) = &query.session {
         SessionId::parse(session)?;
     }
+    // SQLite's integers are i64: a larger instant would wrap to a negative one.
+    for (name, ms) in [("since", query.since), ("before", query.before)] {
+        if ms.is_some_and(|ms| i64::try_from(ms).is_err()) {
+            return Err(UserInteractionError::bad_request(format!(
+                "query: {name} is at most {} (Unix ms)",
+                i64::MAX
+            ))
+            .into());
+        }
+    }
     let record = state.record().clone();
     // Reads run on the blocking pool, never on the runtime's threads.
     let page = tokio::task::spawn_blocking(move || record.history(&query))
         .await
-        .map_err(|e| ApiError::StoreUnavailable(StoreError(e.to_string())))?
-        .map_err(ApiError::StoreUnavailable)?;
+        .map_err(|e| ApiError::Store(StoreError::Unavailable(e.to_string())))?
+        .map_err(ApiError::Store)?;
     Ok(Json(page))
 }
 

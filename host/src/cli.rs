@@ -8,7 +8,10 @@ use crate::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
     HostConfig,
 };
-use crate::store::DEFAULT_KEEP_DAYS;
+use crate::store::{
+    DEFAULT_KEEP_DAYS, DEFAULT_MAX_STORE_BYTES, DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
+    MIN_STORE_BYTES, StoreLimits,
+};
 use clap::{Args, Parser, Subcommand};
 use std::io::Read;
 use std::net::SocketAddr;
@@ -110,6 +113,18 @@ pub struct ServeArgs {
     /// start and hourly); 0 keeps them forever.
     #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_KEEP_DAYS)]
     pub keep_days: u32,
+    /// The most bytes the database and its journal hold (at least 16 MiB;
+    /// default 1 GiB). Past it the oldest resolved questions and messages are
+    /// pruned to make room; pending questions and held answers never are, and
+    /// when they alone fill it new asks and messages get 507 STORE_FULL.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_STORE_BYTES,
+          value_parser = clap::value_parser!(u64).range(MIN_STORE_BYTES..))]
+    pub max_store_bytes: u64,
+    /// The most bytes of questions and messages one session may write per
+    /// minute; past it its asks and messages get 429 TOO_MANY_WRITES. Default 64 MiB.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_session_write_bytes: u64,
 }
 
 impl ServeArgs {
@@ -179,7 +194,11 @@ impl ServeArgs {
         let dir = self.data_dir.resolve()?;
         crate::data_dir::ensure_private_dir(&dir)
             .map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
-        let store = crate::store::SqliteStore::open(&dir)?;
+        let limits = StoreLimits {
+            max_bytes: self.max_store_bytes,
+            session_bytes_per_minute: self.max_session_write_bytes,
+        };
+        let store = crate::store::SqliteStore::open_with(&dir, limits)?;
         tracing::info!(path = %crate::logged::logged(store.path().display()), "store");
         Ok(std::sync::Arc::new(store))
     }

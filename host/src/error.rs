@@ -1,6 +1,7 @@
 //! The host's one error type and its JSON response.
 
 use crate::pending::PendingLimit;
+use crate::store::StoreError;
 use ask_user_core::wire::{ErrorBody, WireError};
 use ask_user_core::{ErrorCode, UserInteractionError};
 use axum::Json;
@@ -58,9 +59,11 @@ pub enum ApiError {
     NotFound(String),
     /// `METHOD_NOT_ALLOWED` (405): the route exists, the method does not.
     MethodNotAllowed,
-    /// `STORE_UNAVAILABLE` (503): the ask, answer or message could not be
-    /// written to the store, so it was not acknowledged.
-    StoreUnavailable(crate::store::StoreError),
+    /// The ask, answer or message was not kept, so it was not acknowledged:
+    /// `STORE_UNAVAILABLE` (503) when the store cannot write, `STORE_FULL`
+    /// (507) at `--max-store-bytes` with nothing left to prune,
+    /// `TOO_MANY_WRITES` (429) past the session's `--max-session-write-bytes`.
+    Store(crate::store::StoreError),
 }
 
 impl ApiError {
@@ -72,8 +75,10 @@ impl ApiError {
             | ApiError::TooManyStreams { .. }
             | ApiError::TooManySessions { .. }
             | ApiError::TooManyInboxStreams { .. }
-            | ApiError::AuthThrottled { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            | ApiError::AuthThrottled { .. }
+            | ApiError::Store(StoreError::TooFast(_)) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Store(StoreError::Full(_)) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
@@ -96,7 +101,9 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
-            ApiError::StoreUnavailable(_) => "STORE_UNAVAILABLE",
+            ApiError::Store(StoreError::Unavailable(_)) => "STORE_UNAVAILABLE",
+            ApiError::Store(StoreError::Full(_)) => "STORE_FULL",
+            ApiError::Store(StoreError::TooFast(_)) => "TOO_MANY_WRITES",
         }
     }
 
@@ -149,8 +156,14 @@ impl ApiError {
             }
             ApiError::NotFound(path) => format!("no such route: {path}"),
             ApiError::MethodNotAllowed => "method not allowed on this route".to_owned(),
-            ApiError::StoreUnavailable(why) => format!(
+            ApiError::Store(StoreError::Unavailable(why)) => format!(
                 "the host could not record this, so it did not happen: {why}; see GET /api/health"
+            ),
+            ApiError::Store(StoreError::Full(why)) => {
+                format!("the host's record is full, so this did not happen: {why}")
+            }
+            ApiError::Store(StoreError::TooFast(why)) => format!(
+                "this session writes too fast, so this did not happen: {why}; wait a minute"
             ),
         }
     }

@@ -322,7 +322,7 @@ impl AppState {
             .submit(write)
             .kept()
             .await
-            .map_err(ApiError::StoreUnavailable)?;
+            .map_err(ApiError::Store)?;
         if applied {
             return Ok(());
         }
@@ -377,13 +377,10 @@ impl AppState {
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
-            Err(e) => {
-                match limits.into_iter().find(|&limit| e == no_room(limit)) {
-                    Some(limit) => Err(ApiError::TooManyPending { limit }),
-                    None => Err(as_unavailable(&e)
-                        .map_or(ApiError::Interaction(e), ApiError::StoreUnavailable)),
-                }
-            }
+            Err(e) => match limits.into_iter().find(|&limit| e == no_room(limit)) {
+                Some(limit) => Err(ApiError::TooManyPending { limit }),
+                None => Err(as_unavailable(&e).map_or(ApiError::Interaction(e), ApiError::Store)),
+            },
             Ok(answer) => Ok(answer),
         }
     }
@@ -431,7 +428,7 @@ impl AppState {
             .submit(write)
             .kept()
             .await
-            .map_err(ApiError::StoreUnavailable)?;
+            .map_err(ApiError::Store)?;
         Ok(self.inner.store.post_message_as(session.as_str(), message))
     }
 

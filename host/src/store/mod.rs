@@ -38,11 +38,62 @@ pub const MAX_HISTORY_PAGE: usize = 500;
 /// Records per history page when `limit` is not given.
 pub const DEFAULT_HISTORY_PAGE: usize = 50;
 
-/// Why the store could not keep something (the disk is full, the file is
-/// read-only, …): the host answers 503 `STORE_UNAVAILABLE`.
+/// Default for `--max-store-bytes`: the most the data directory's database
+/// and its journal hold (1 GiB).
+pub const DEFAULT_MAX_STORE_BYTES: u64 = 1024 * 1024 * 1024;
+
+/// The smallest `--max-store-bytes`: room for the largest request core
+/// accepts, several times over.
+pub const MIN_STORE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Default for `--max-session-write-bytes`: what one session may write
+/// (questions and messages) per minute.
+pub const DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE: u64 = 64 * 1024 * 1024;
+
+/// How a store is bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreLimits {
+    /// The most bytes the database and its journal hold (`--max-store-bytes`).
+    pub max_bytes: u64,
+    /// The most bytes of questions and messages one session may write per
+    /// minute (`--max-session-write-bytes`).
+    pub session_bytes_per_minute: u64,
+}
+
+impl Default for StoreLimits {
+    fn default() -> Self {
+        Self {
+            max_bytes: DEFAULT_MAX_STORE_BYTES,
+            session_bytes_per_minute: DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
+        }
+    }
+}
+
+/// Why the store did not keep something.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct StoreError(pub String);
+pub enum StoreError {
+    /// It cannot write (the disk is full, the file is read-only, …): 503
+    /// `STORE_UNAVAILABLE`.
+    #[error("{0}")]
+    Unavailable(String),
+    /// At `--max-store-bytes` with nothing left that may be pruned (pending
+    /// questions and held answers never are): 507 `STORE_FULL`.
+    #[error("{0}")]
+    Full(String),
+    /// The session wrote more than `--max-session-write-bytes` in the last
+    /// minute: 429 `TOO_MANY_WRITES`.
+    #[error("{0}")]
+    TooFast(String),
+}
+
+impl StoreError {
+    /// Why, in words.
+    pub fn reason(&self) -> &str {
+        match self {
+            StoreError::Unavailable(why) | StoreError::Full(why) | StoreError::TooFast(why) => why,
+        }
+    }
+}
 
 /// One change to the record.
 #[derive(Debug, Clone, PartialEq)]
@@ -127,9 +178,11 @@ impl Ticket {
     /// `Ok(false)` when it did not apply (an answer to a question the record
     /// already has as resolved).
     pub async fn kept(self) -> Result<bool, StoreError> {
-        self.0
-            .await
-            .unwrap_or_else(|_| Err(StoreError("the store's writer stopped".to_owned())))
+        self.0.await.unwrap_or_else(|_| {
+            Err(StoreError::Unavailable(
+                "the store's writer stopped".to_owned(),
+            ))
+        })
     }
 }
 
@@ -321,21 +374,39 @@ impl Health {
     }
 }
 
-/// The error an ask fails with inside core's seam when its question could
-/// not be written; [`crate::AppState::ask`] turns it into 503
-/// `STORE_UNAVAILABLE` (core has no code for a transport's storage).
+/// The error an ask fails with inside core's seam when its question was not
+/// kept; [`crate::AppState::ask`] turns it back into the store's error (core
+/// has no code for a transport's storage).
 pub(crate) fn unavailable(error: &StoreError) -> UserInteractionError {
-    UserInteractionError::failed(format!("{UNAVAILABLE_PREFIX}{error}"))
+    let prefix = match error {
+        StoreError::Unavailable(_) => UNAVAILABLE_PREFIX,
+        StoreError::Full(_) => FULL_PREFIX,
+        StoreError::TooFast(_) => TOO_FAST_PREFIX,
+    };
+    UserInteractionError::failed(format!("{prefix}{}", error.reason()))
 }
 
 pub(crate) const UNAVAILABLE_PREFIX: &str = "the question could not be recorded: ";
+const FULL_PREFIX: &str = "the question was not recorded, the store is full: ";
+const TOO_FAST_PREFIX: &str = "the question was not recorded, the session writes too fast: ";
 
 /// The store error carried by an error from [`unavailable`].
 pub(crate) fn as_unavailable(error: &UserInteractionError) -> Option<StoreError> {
-    (error.code == ask_user_core::ErrorCode::AskFailed)
-        .then(|| error.message.strip_prefix(UNAVAILABLE_PREFIX))
-        .flatten()
-        .map(|reason| StoreError(reason.to_owned()))
+    if error.code != ask_user_core::ErrorCode::AskFailed {
+        return None;
+    }
+    let message = error.message.as_str();
+    type Kind = fn(String) -> StoreError;
+    let kinds: [(&str, Kind); 3] = [
+        (UNAVAILABLE_PREFIX, StoreError::Unavailable),
+        (FULL_PREFIX, StoreError::Full),
+        (TOO_FAST_PREFIX, StoreError::TooFast),
+    ];
+    kinds.into_iter().find_map(|(prefix, kind)| {
+        message
+            .strip_prefix(prefix)
+            .map(|reason| kind(reason.to_owned()))
+    })
 }
 
 /// How often `--keep-days` prunes (also once at start).

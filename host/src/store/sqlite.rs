@@ -3,17 +3,21 @@
 //! prepared (cached) statements; history reads use their own connection.
 
 use super::{
-    Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store, StoreError, Ticket, Write,
+    FAILURE_LOG_INTERVAL, Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store,
+    StoreError, StoreLimits, Ticket, Write,
 };
+use crate::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
 use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry, TranscriptRecord,
 };
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// The database's file name in the data directory.
@@ -28,6 +32,21 @@ pub const SCHEMA_VERSION: i64 = 1;
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
+
+/// The most bytes of questions, answers and messages applied in one
+/// transaction (fewer for a small `--max-store-bytes`): one commit's share of
+/// the journal stays small against the bound.
+const MAX_BATCH_BYTES: u64 = 8 * 1024 * 1024;
+
+/// What a row costs in the file besides its text (keys, index entries).
+const ROW_OVERHEAD: u64 = 256;
+
+/// Resolved questions deleted per step when making room.
+const PRUNE_CHUNK: i64 = 32;
+
+/// The most sessions whose write rate is tracked; past it the ones whose
+/// allowance is whole again are forgotten (they are as if new).
+const MAX_TRACKED_SESSIONS: usize = 4096;
 
 const SCHEMA: &str = "
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -131,6 +150,13 @@ impl SqliteStore {
     /// written then. A read-only file opens (its history stays readable), but
     /// the store reports trouble and refuses every write.
     pub fn open(dir: &Path) -> Result<Self, String> {
+        Self::open_with(dir, StoreLimits::default())
+    }
+
+    /// [`SqliteStore::open`] bounded by `limits` (`--max-store-bytes`,
+    /// `--max-session-write-bytes`).
+    pub fn open_with(dir: &Path, limits: StoreLimits) -> Result<Self, String> {
+        let budget = Budget::new(limits);
         let path = dir.join(DATABASE_FILE);
         // Never through a link, never another user's file (see `data_dir`).
         let fresh = match crate::data_dir::private_metadata(&path) {
@@ -173,7 +199,11 @@ impl SqliteStore {
             // writer never waits for the disk.
             conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
                 .and_then(|()| {
-                    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0")
+                    conn.execute_batch(&format!(
+                        "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0; \
+                         PRAGMA journal_size_limit = {}",
+                        budget.journal
+                    ))
                 })
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -199,6 +229,9 @@ impl SqliteStore {
             conn,
             path: path.clone(),
             health: health.clone(),
+            budget,
+            rates: HashMap::new(),
+            full_logged: None,
         };
         let writer = std::thread::Builder::new()
             .name("ask-user-store".to_owned())
@@ -436,152 +469,470 @@ fn load(conn: &Connection) -> rusqlite::Result<Restored> {
     Ok(restored)
 }
 
-/// Each session's most recent messages and resolved questions (at most
-/// [`MAX_TRANSCRIPT_ENTRIES`] a session), oldest first, in one query.
+/// The most bytes of transcripts read back at start, in all sessions (the
+/// most recently active first): start-up memory does not grow with the file.
+pub const MAX_RESTORED_TRANSCRIPT_BYTES: usize = 8 * 1024 * 1024;
+
+/// What an entry weighs besides its text when transcripts are read back
+/// (about its JSON's framing, as the in-memory transcript counts it).
+const ENTRY_OVERHEAD: i64 = 128;
+
+/// The most recently active sessions (at most [`MAX_LOGGED_SESSIONS`], what
+/// the in-memory logs keep), newest first, from the indexes alone.
+fn recent_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(
+        "SELECT session FROM (
+            SELECT session, max(resolved_ms) AS at FROM questions
+            WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL GROUP BY session
+            UNION ALL
+            SELECT session, max(at_ms) FROM messages GROUP BY session
+        ) GROUP BY session ORDER BY max(at) DESC LIMIT ?1",
+    )?;
+    let limit = i64::try_from(MAX_LOGGED_SESSIONS).unwrap_or(i64::MAX);
+    statement.query_map([limit], |row| row.get(0))?.collect()
+}
+
+/// Each recently active session's most recent messages and resolved
+/// questions, oldest first: per session at most [`MAX_TRANSCRIPT_ENTRIES`]
+/// and [`MAX_TRANSCRIPT_BYTES`] (the newest always), in all at most
+/// [`MAX_RESTORED_TRANSCRIPT_BYTES`]. The budget is applied in the query, on
+/// the texts' sizes, so only the entries kept are read.
 fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, TranscriptEntry)>> {
     let mut statement = conn.prepare(
-        "SELECT session, kind, id, role, text, question, outcome, answer, at FROM (
-            SELECT *, row_number() OVER (
-                PARTITION BY session ORDER BY at DESC, kind DESC, seq DESC
-            ) AS recent FROM (
-                SELECT session, 0 AS kind, seq, id, role, text,
-                       NULL AS question, NULL AS outcome, NULL AS answer, at_ms AS at
-                FROM messages
+        "WITH recent AS (
+            SELECT kind, seq, at,
+                   sum(size) OVER (ORDER BY at DESC, kind DESC, seq DESC) AS running,
+                   row_number() OVER (ORDER BY at DESC, kind DESC, seq DESC) AS n
+            FROM (
+                SELECT 0 AS kind, seq, at_ms AS at, octet_length(text) + ?4 AS size
+                FROM messages WHERE session = ?1
                 UNION ALL
-                SELECT session, 1, seq, id, NULL, NULL, question, outcome, answer, resolved_ms
-                FROM questions WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL
+                SELECT 1, seq, resolved_ms,
+                       octet_length(question) + ifnull(octet_length(answer), 0) + ?4
+                FROM questions
+                WHERE session = ?1 AND outcome IS NOT NULL AND resolved_ms IS NOT NULL
+                ORDER BY at DESC, kind DESC, seq DESC LIMIT ?2
             )
-        ) WHERE recent <= ?1 ORDER BY at, kind, seq",
+        )
+        SELECT ?1, recent.kind, ifnull(m.id, q.id), m.role, m.text, q.question, q.outcome,
+               q.answer, recent.at, running
+        FROM recent
+        LEFT JOIN messages AS m ON recent.kind = 0 AND m.seq = recent.seq
+        LEFT JOIN questions AS q ON recent.kind = 1 AND q.seq = recent.seq
+        WHERE n = 1 OR running <= ?3
+        ORDER BY recent.at, recent.kind, recent.seq",
     )?;
     let limit = i64::try_from(MAX_TRANSCRIPT_ENTRIES).unwrap_or(i64::MAX);
-    let mut rows = statement.query([limit])?;
     let mut entries = Vec::new();
-    while let Some(row) = rows.next()? {
-        let session: String = row.get(0)?;
-        let kind: i64 = row.get(1)?;
-        let id: String = row.get(2)?;
-        let at_ms = u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0);
-        let entry = if kind == 0 {
-            let role = match row.get::<_, String>(3)?.as_str() {
-                "user" => Role::User,
-                "agent" => Role::Agent,
-                _ => {
-                    tracing::warn!(id, "a kept message's role no longer reads; left out");
-                    continue;
-                }
-            };
-            TranscriptEntry::Message(MessageCreated {
-                id,
-                role,
-                text: row.get(4)?,
-                at_ms,
-            })
-        } else {
-            let question: String = row.get(5)?;
-            let outcome: String = row.get(6)?;
-            let answer: Option<String> = row.get(7)?;
-            let (Ok(question), Some(outcome)) = (
-                serde_json::from_str::<QuestionRequested>(&question),
-                parse_outcome(&outcome),
-            ) else {
-                tracing::warn!(id, "a kept question no longer reads; left out");
-                continue;
-            };
-            let answer = answer
-                .filter(|_| outcome == Outcome::Answered)
-                .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
-            TranscriptEntry::Record(TranscriptRecord {
-                id,
-                request: question.request,
-                asked_by: question.asked_by,
-                created_at_ms: question.created_at_ms,
-                resolved_at_ms: at_ms,
-                outcome,
-                answer,
-            })
-        };
-        entries.push((session, entry));
+    let mut left = MAX_RESTORED_TRANSCRIPT_BYTES as i64;
+    let mut read = 0;
+    let sessions = recent_sessions(conn)?;
+    for session in &sessions {
+        let budget = left.min(MAX_TRANSCRIPT_BYTES as i64);
+        if budget <= 0 {
+            break;
+        }
+        let mut rows = statement.query(params![session, limit, budget, ENTRY_OVERHEAD])?;
+        let mut most = 0;
+        while let Some(row) = rows.next()? {
+            most = most.max(row.get::<_, i64>(9)?);
+            if let Some(entry) = transcript_entry(row)? {
+                entries.push(entry);
+            }
+        }
+        left -= most;
+        read += most;
     }
+    tracing::info!(
+        sessions = sessions.len(),
+        entries = entries.len(),
+        bytes = read,
+        "read back the most recent transcripts"
+    );
     Ok(entries)
+}
+
+/// One row of [`load_transcripts`]' query as an entry; `None` (logged) when
+/// it no longer reads.
+fn transcript_entry(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<Option<(String, TranscriptEntry)>> {
+    let session: String = row.get(0)?;
+    let kind: i64 = row.get(1)?;
+    let id: String = row.get(2)?;
+    let at_ms = u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0);
+    let entry = if kind == 0 {
+        let role = match row.get::<_, String>(3)?.as_str() {
+            "user" => Role::User,
+            "agent" => Role::Agent,
+            _ => {
+                tracing::warn!(id, "a kept message's role no longer reads; left out");
+                return Ok(None);
+            }
+        };
+        TranscriptEntry::Message(MessageCreated {
+            id,
+            role,
+            text: row.get(4)?,
+            at_ms,
+        })
+    } else {
+        let question: String = row.get(5)?;
+        let outcome: String = row.get(6)?;
+        let answer: Option<String> = row.get(7)?;
+        let (Ok(question), Some(outcome)) = (
+            serde_json::from_str::<QuestionRequested>(&question),
+            parse_outcome(&outcome),
+        ) else {
+            tracing::warn!(id, "a kept question no longer reads; left out");
+            return Ok(None);
+        };
+        let answer = answer
+            .filter(|_| outcome == Outcome::Answered)
+            .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
+        TranscriptEntry::Record(TranscriptRecord {
+            id,
+            request: question.request,
+            asked_by: question.asked_by,
+            created_at_ms: question.created_at_ms,
+            resolved_at_ms: at_ms,
+            outcome,
+            answer,
+        })
+    };
+    Ok(Some((session, entry)))
+}
+
+/// How `--max-store-bytes` is shared out. The database's used pages are kept
+/// under `target` by pruning the oldest resolved records, down to `low` so it
+/// is not done at every write; the journal (WAL) is truncated past `journal`;
+/// what is left covers one batch's journal and the pages the last prune freed.
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    target: u64,
+    low: u64,
+    journal: u64,
+    batch: u64,
+    session_per_minute: u64,
+}
+
+impl Budget {
+    fn new(limits: StoreLimits) -> Self {
+        let max = limits.max_bytes.max(super::MIN_STORE_BYTES);
+        Self {
+            target: max - max / 4,
+            low: max - max / 4 - max / 16,
+            journal: max / 8,
+            batch: MAX_BATCH_BYTES.min(max / 16),
+            session_per_minute: limits.session_bytes_per_minute.max(1),
+        }
+    }
+}
+
+/// A session's write allowance: refilled at `--max-session-write-bytes` per
+/// minute up to that much.
+#[derive(Debug)]
+struct Allowance {
+    bytes: u64,
+    at: Instant,
+}
+
+/// A job with what it adds to the file, its JSON serialised once.
+struct Queued {
+    job: Job,
+    /// An asked question's or an answer's JSON.
+    json: Option<String>,
+    /// About what it adds to the file.
+    bytes: u64,
+}
+
+impl Queued {
+    fn new(job: Job) -> Self {
+        let json = match &job {
+            Job::Write(Write::Asked(question), _) => Some(to_json(question)),
+            Job::Write(Write::Answered { answer, .. }, _) => Some(to_json(answer)),
+            _ => None,
+        };
+        let text = match &job {
+            Job::Write(Write::Message { message, .. }, _) => message.text.len(),
+            _ => json.as_ref().map_or(0, String::len),
+        };
+        let bytes = match &job {
+            Job::Write(Write::Asked(_) | Write::Answered { .. } | Write::Message { .. }, _) => {
+                text as u64 + ROW_OVERHEAD
+            }
+            _ => 0,
+        };
+        Self { job, json, bytes }
+    }
+
+    /// The session whose new row this is (a question or a message): what the
+    /// byte bound may refuse and the session's rate counts.
+    fn new_row(&self) -> Option<&str> {
+        match &self.job {
+            Job::Write(Write::Asked(question), _) => Some(&question.session),
+            Job::Write(Write::Message { session, .. }, _) => Some(session),
+            _ => None,
+        }
+    }
 }
 
 struct Writer {
     conn: Connection,
     path: PathBuf,
     health: Arc<Health>,
+    budget: Budget,
+    rates: HashMap<String, Allowance>,
+    full_logged: Option<Instant>,
 }
 
 impl Writer {
     fn run(mut self, queue: mpsc::Receiver<Job>) {
         let mut batch = Vec::new();
         while let Ok(job) = queue.recv() {
-            batch.push(job);
-            while batch.len() < MAX_BATCH {
+            let first = Queued::new(job);
+            let mut bytes = first.bytes;
+            batch.push(first);
+            while batch.len() < MAX_BATCH && bytes < self.budget.batch {
                 match queue.try_recv() {
-                    Ok(job) => batch.push(job),
+                    Ok(job) => {
+                        let job = Queued::new(job);
+                        bytes += job.bytes;
+                        batch.push(job);
+                    }
                     Err(_) => break,
                 }
             }
             self.apply_batch(std::mem::take(&mut batch));
+            self.keep_journal_small();
         }
     }
 
-    fn apply_batch(&mut self, batch: Vec<Job>) {
+    fn apply_batch(&mut self, batch: Vec<Queued>) {
+        // Decided once per write, so a batch applied again one by one does
+        // not count a write twice.
+        let too_fast: Vec<Option<StoreError>> =
+            batch.iter().map(|job| self.too_fast(job)).collect();
         let writable = match owner_may_write(&self.path) {
             Ok(true) => Ok(()),
-            Ok(false) => Err(StoreError(read_only(&self.path))),
-            Err(e) => Err(StoreError(e)),
+            Ok(false) => Err(StoreError::Unavailable(read_only(&self.path))),
+            Err(e) => Err(StoreError::Unavailable(e)),
         };
         let results = match writable {
-            Ok(()) => match self.apply_all(&batch) {
-                Ok(results) => results.into_iter().map(Ok).collect(),
+            Ok(()) => match self.apply_all(&batch, &too_fast) {
+                Ok(results) => results,
                 // One write failed the batch: apply each alone, so only the
                 // failing ones fail.
                 Err(_) => batch
                     .iter()
-                    .map(|job| {
-                        self.apply_all(std::slice::from_ref(job))
-                            .map(|r| r[0])
-                            .map_err(|e| StoreError(format!("{}: {e}", self.path.display())))
+                    .zip(&too_fast)
+                    .map(|(job, refused)| {
+                        self.apply_all(std::slice::from_ref(job), std::slice::from_ref(refused))
+                            .map_err(|e| {
+                                StoreError::Unavailable(format!("{}: {e}", self.path.display()))
+                            })
+                            .and_then(|mut r| r.remove(0))
                     })
                     .collect(),
             },
             Err(e) => vec![Err(e); batch.len()],
         };
-        match results.iter().find_map(|r| r.as_ref().err()) {
-            Some(e) => self.health.failed(&e.0),
+        let failure = results.iter().find_map(|r| match r {
+            Err(StoreError::Unavailable(why)) => Some(why),
+            _ => None,
+        });
+        match failure {
+            Some(why) => self.health.failed(why),
             None => self.health.recovered(),
         }
+        if results
+            .iter()
+            .any(|r| matches!(r, Err(StoreError::Full(_))))
+        {
+            self.log_full();
+        }
         for (job, result) in batch.into_iter().zip(results) {
-            let reply = match job {
+            let reply = match job.job {
                 Job::Write(_, reply) | Job::Flush(reply) => reply,
             };
             let _ = reply.send(result);
         }
     }
 
-    fn apply_all(&mut self, batch: &[Job]) -> rusqlite::Result<Vec<bool>> {
+    /// Refuses a new row of a session that wrote its allowance this minute.
+    /// A whole allowance admits any one write, so no valid request is refused
+    /// forever.
+    fn too_fast(&mut self, job: &Queued) -> Option<StoreError> {
+        let session = job.new_row()?;
+        let per_minute = self.budget.session_per_minute;
+        let now = Instant::now();
+        let refill = |allowance: &mut Allowance| {
+            let ms = now.duration_since(allowance.at).as_millis();
+            let earned = (ms.saturating_mul(u128::from(per_minute)) / 60_000) as u64;
+            allowance.bytes = allowance.bytes.saturating_add(earned).min(per_minute);
+            allowance.at = now;
+        };
+        if self.rates.len() >= MAX_TRACKED_SESSIONS && !self.rates.contains_key(session) {
+            self.rates.retain(|_, allowance| {
+                refill(allowance);
+                allowance.bytes < per_minute
+            });
+            if self.rates.len() >= MAX_TRACKED_SESSIONS {
+                // As many sessions writing at once: the byte bound still holds.
+                self.rates.clear();
+            }
+        }
+        let allowance = self.rates.entry(session.to_owned()).or_insert(Allowance {
+            bytes: per_minute,
+            at: now,
+        });
+        refill(allowance);
+        if allowance.bytes < per_minute && allowance.bytes < job.bytes {
+            return Some(StoreError::TooFast(format!(
+                "session {session:?} wrote more than {per_minute} bytes of questions and \
+                 messages in the last minute (--max-session-write-bytes)"
+            )));
+        }
+        allowance.bytes = allowance.bytes.saturating_sub(job.bytes);
+        None
+    }
+
+    fn apply_all(
+        &mut self,
+        batch: &[Queued],
+        too_fast: &[Option<StoreError>],
+    ) -> rusqlite::Result<Vec<Result<bool, StoreError>>> {
+        let budget = self.budget;
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut used = used_bytes(&tx)?;
         let mut results = Vec::with_capacity(batch.len());
-        for job in batch {
-            results.push(match job {
-                Job::Write(write, _) => apply(&tx, write)?,
-                Job::Flush(_) => true,
-            });
+        for (job, refused) in batch.iter().zip(too_fast) {
+            if let Some(refused) = refused {
+                results.push(Err(refused.clone()));
+                continue;
+            }
+            let Job::Write(write, _) = &job.job else {
+                results.push(Ok(true));
+                continue;
+            };
+            if job.new_row().is_some() && used + job.bytes > budget.target {
+                used = make_room(&tx, budget.low.saturating_sub(job.bytes))?;
+                if used + job.bytes > budget.target {
+                    results.push(Err(StoreError::Full(format!(
+                        "{} holds {used} bytes of pending questions and held answers, \
+                         the most it may (--max-store-bytes); answer or cancel some first",
+                        self.path.display()
+                    ))));
+                    continue;
+                }
+            }
+            used += job.bytes;
+            results.push(Ok(apply(&tx, write, job.json.as_deref())?));
         }
         tx.commit()?;
         Ok(results)
     }
+
+    fn log_full(&mut self) {
+        let due = self
+            .full_logged
+            .is_none_or(|at| at.elapsed() >= FAILURE_LOG_INTERVAL);
+        if due {
+            tracing::warn!(
+                path = %crate::logged::logged(self.path.display()),
+                "the store is at --max-store-bytes with only pending questions and held answers \
+                 left: new questions and messages get 507 STORE_FULL"
+            );
+            self.full_logged = Some(Instant::now());
+        }
+    }
+
+    /// Truncates the journal once it outgrows its share of the bound (the
+    /// checkpointer keeps it small unless writes outpace it).
+    fn keep_journal_small(&mut self) {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        let big = std::fs::metadata(&wal).is_ok_and(|m| m.len() > self.budget.journal);
+        if big && owner_may_write(&self.path).unwrap_or(false) {
+            // Busy (a reader holds an old snapshot): tried again after the next batch.
+            let _ = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
+/// Bytes of the database's pages in use (its free pages are reused first).
+fn used_bytes(conn: &Connection) -> rusqlite::Result<u64> {
+    let pragma =
+        |name: &str| conn.query_row(&format!("PRAGMA {name}"), [], |row| row.get::<_, i64>(0));
+    let pages = pragma("page_count")? - pragma("freelist_count")?;
+    Ok(pages.max(0) as u64 * pragma("page_size")?.max(0) as u64)
+}
+
+/// Deletes the oldest resolved questions that are not held, and the messages
+/// no newer than them (the oldest messages alone when no such question is
+/// left), until the used pages are at most `goal` or nothing more may go;
+/// the bytes then used.
+fn make_room(conn: &Connection, goal: u64) -> rusqlite::Result<u64> {
+    let mut used = used_bytes(conn)?;
+    let mut pruned = 0;
+    while used > goal {
+        let oldest: Vec<(i64, i64)> = conn
+            .prepare_cached(
+                "SELECT seq, resolved_ms FROM questions \
+                 WHERE outcome IS NOT NULL AND delivery != 0 \
+                 ORDER BY resolved_ms, seq LIMIT ?1",
+            )?
+            .query_map([PRUNE_CHUNK], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let mut deleted = 0;
+        for (seq, _) in &oldest {
+            deleted += conn
+                .prepare_cached("DELETE FROM questions WHERE seq = ?1")?
+                .execute([seq])?;
+        }
+        deleted += match oldest.last() {
+            Some((_, until)) => conn
+                .prepare_cached("DELETE FROM messages WHERE at_ms <= ?1")?
+                .execute([until])?,
+            None => conn
+                .prepare_cached(
+                    "DELETE FROM messages WHERE seq IN \
+                     (SELECT seq FROM messages ORDER BY at_ms, seq LIMIT ?1)",
+                )?
+                .execute([PRUNE_CHUNK * 8])?,
+        };
+        if deleted == 0 {
+            break;
+        }
+        pruned += deleted;
+        used = used_bytes(conn)?;
+    }
+    if pruned > 0 {
+        tracing::debug!(
+            pruned,
+            used,
+            "pruned the oldest records for room (--max-store-bytes)"
+        );
+    }
+    Ok(used)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("wire types always serialise")
 }
 
-/// Applies one write; whether it changed the record.
-fn apply(conn: &Connection, write: &Write) -> rusqlite::Result<bool> {
+/// Applies one write (`json`: its question's or answer's JSON, when
+/// serialised already); whether it changed the record.
+fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Result<bool> {
+    // Serialised here only when the caller had not (a batch applied again).
+    let json_of = |value: &dyn Fn() -> String| match json {
+        Some(json) => std::borrow::Cow::Borrowed(json),
+        None => std::borrow::Cow::Owned(value()),
+    };
     let changed = match write {
         Write::Asked(question) => conn
             .prepare_cached(
@@ -590,7 +941,7 @@ fn apply(conn: &Connection, write: &Write) -> rusqlite::Result<bool> {
             .execute(params![
                 question.id,
                 question.session,
-                to_json(question),
+                json_of(&|| to_json(question)),
                 question.created_at_ms as i64
             ])?,
         Write::Discard { id } => conn
@@ -601,7 +952,7 @@ fn apply(conn: &Connection, write: &Write) -> rusqlite::Result<bool> {
                 "UPDATE questions SET outcome = 'answered', answer = ?2, resolved_ms = ?3 \
                  WHERE id = ?1 AND outcome IS NULL",
             )?
-            .execute(params![id, to_json(answer), *at_ms as i64])?,
+            .execute(params![id, json_of(&|| to_json(answer)), *at_ms as i64])?,
         Write::Cancelled { id, at_ms } => conn
             .prepare_cached(
                 "UPDATE questions SET outcome = 'cancelled', resolved_ms = ?2 \
@@ -669,7 +1020,8 @@ impl Store for SqliteStore {
 
     fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, StoreError> {
         let conn = self.reader.lock().unwrap_or_else(|e| e.into_inner());
-        history(&conn, query).map_err(|e| StoreError(format!("{}: {e}", self.path.display())))
+        history(&conn, query)
+            .map_err(|e| StoreError::Unavailable(format!("{}: {e}", self.path.display())))
     }
 
     fn trouble(&self) -> Option<String> {

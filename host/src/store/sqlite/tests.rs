@@ -367,9 +367,12 @@ async fn the_file_is_private_and_a_read_only_file_fails_every_write_loudly() {
         .kept()
         .await
         .unwrap_err();
-    assert!(refused.0.contains("read-only"), "{refused}");
-    assert!(refused.0.contains(&path.display().to_string()), "{refused}");
-    assert_eq!(store.trouble(), Some(refused.0.clone()));
+    assert!(refused.reason().contains("read-only"), "{refused}");
+    assert!(
+        refused.reason().contains(&path.display().to_string()),
+        "{refused}"
+    );
+    assert_eq!(store.trouble(), Some(refused.reason().to_owned()));
 
     set_mode(&path, 0o600);
     assert!(kept(&store, Write::Asked(question("q_3", "s", 1))).await);
