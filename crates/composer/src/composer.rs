@@ -223,7 +223,7 @@ fn follow_focus(
 /// remembered caret (after a reload) gets it at its end.
 #[derive(Default)]
 struct Carets {
-    question_id: String,
+    request_id: String,
     by_item: Vec<(usize, Caret)>,
 }
 
@@ -235,10 +235,10 @@ struct Caret {
 }
 
 impl Carets {
-    fn remember(&mut self, question_id: &str, item: usize, caret: Caret) {
-        if self.question_id != question_id {
+    fn remember(&mut self, request_id: &str, item: usize, caret: Caret) {
+        if self.request_id != request_id {
             *self = Self {
-                question_id: question_id.to_owned(),
+                request_id: request_id.to_owned(),
                 by_item: Vec::new(),
             };
         }
@@ -247,8 +247,8 @@ impl Carets {
     }
 
     /// The remembered caret of `item`, if it still fits a text of `len` units.
-    fn recall(&self, question_id: &str, item: usize, len: u32) -> Option<Caret> {
-        (self.question_id == question_id)
+    fn recall(&self, request_id: &str, item: usize, len: u32) -> Option<Caret> {
+        (self.request_id == request_id)
             .then(|| self.by_item.iter().find(|(index, _)| *index == item))
             .flatten()
             .map(|(_, caret)| *caret)
@@ -391,7 +391,8 @@ fn Item(
     carets: StoredValue<Carets>,
 ) -> impl IntoView {
     let vm = session.view_model();
-    let request_id = with_active(vm, |a| a.id.clone()).unwrap_or_default();
+    // Copy, so the effect and every listener below can hold it.
+    let request_id = StoredValue::new(with_active(vm, |a| a.id.clone()).unwrap_or_default());
     let index = item.index;
     let multi = item.multi_select;
     let has_options = !item.options.is_empty();
@@ -404,8 +405,6 @@ fn Item(
     // while the person types: the same value is never written back. A written
     // value puts the caret where the person left it in this box, else at the
     // end, so what they type next follows their draft.
-    // Copy, so every listener below can hold it.
-    let request_id = StoredValue::new(request_id);
     Effect::new(move |_| {
         let text = vm.with(|v| {
             v.item()
