@@ -238,6 +238,7 @@ async fn a_token_shorter_than_128_bits_is_refused_at_start_whatever_its_source()
         command
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
+            .env("ASK_USER_DATA_DIR", fresh_data_dir())
             .env_remove("ASK_USER_TOKEN");
         if let Some(token) = env {
             command.env("ASK_USER_TOKEN", token);
@@ -265,6 +266,7 @@ async fn a_token_that_cannot_travel_in_a_url_is_refused_at_start() {
             "--token",
             "has space and is long enough",
         ])
+        .env("ASK_USER_DATA_DIR", fresh_data_dir())
         .env_remove("ASK_USER_TOKEN")
         .output()
         .unwrap();

@@ -109,6 +109,7 @@ async fn a_dist_folder_without_an_index_is_refused_at_start() {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_ask-user"))
         .args(["serve", "--addr", "127.0.0.1:0", "--dist"])
         .arg(&cwd)
+        .env("ASK_USER_DATA_DIR", cwd.join("data"))
         .output()
         .unwrap();
     assert!(!output.status.success());
