@@ -130,6 +130,35 @@ fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
 }
 
+/// A lock file in the data directory (created when missing, never truncated,
+/// with [`open_private`]'s checks), opened for reading and writing.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    open_private(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false),
+    )
+}
+
+/// Takes an exclusive `flock` on `file` without waiting: `Ok(false)` when
+/// another process holds it. Off Unix no lock is taken (`Ok(true)`).
+pub fn try_lock_exclusive(file: &File) -> io::Result<bool> {
+    #[cfg(unix)]
+    match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        Ok(true)
+    }
+}
+
 /// Opens `path` with `options`, creating it 0600 (only this user may read
 /// it) when it does not exist. An existing file keeps its mode. Never through
 /// a symbolic link, and only a regular file this user owns: anything else

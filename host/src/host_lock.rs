@@ -10,7 +10,7 @@
 //! and the host it starts takes this one. (Where there is no `flock`, that is
 //! off Unix, no lock is taken.)
 
-use crate::data_dir::{ensure_private_dir, open_private};
+use crate::data_dir::{ensure_private_dir, open_lock_file, open_private, try_lock_exclusive};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
@@ -35,16 +35,8 @@ impl HostLock {
         ensure_private_dir(dir).map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
         let path = dir.join(HOST_LOCK_FILE_NAME);
         let shown = path.display();
-        let mut file = open_private(
-            &path,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false),
-        )
-        .map_err(|e| format!("lock file {shown}: {e}"))?;
-        if !try_lock(&file).map_err(|e| format!("lock file {shown}: {e}"))? {
+        let mut file = open_lock_file(&path).map_err(|e| format!("lock file {shown}: {e}"))?;
+        if !try_lock_exclusive(&file).map_err(|e| format!("lock file {shown}: {e}"))? {
             let running = running_address(&mut file);
             return Err(format!(
                 "another ask-user host already uses the data directory {} ({}); \
@@ -94,21 +86,6 @@ pub fn announced(dir: &Path) -> Option<String> {
     )
     .ok()?;
     running_address(&mut file)
-}
-
-/// `Ok(false)` when another process holds the lock.
-#[cfg(unix)]
-fn try_lock(file: &File) -> std::io::Result<bool> {
-    match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Ok(true),
-        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
-}
-
-#[cfg(not(unix))]
-fn try_lock(_file: &File) -> std::io::Result<bool> {
-    Ok(true)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! goes on the host's command line: the host reads (or creates) the token
 //! file in the data directory.
 
-use crate::data_dir::{ensure_private_dir, open_private};
+use crate::data_dir::{ensure_private_dir, open_lock_file, open_private, try_lock_exclusive};
 use std::fs::{File, OpenOptions};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
@@ -147,25 +147,14 @@ async fn lock(
     (client, base): (&reqwest::Client, &Url),
 ) -> Result<Option<File>, String> {
     let shown = path.display().to_string();
-    let mut file = open_private(
-        path,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )
-    .map_err(|e| format!("lock file {shown}: {e}"))?;
+    let mut file = open_lock_file(path).map_err(|e| format!("lock file {shown}: {e}"))?;
     // Elsewhere no lock yet: a second host loses the race to bind and exits.
     #[cfg(unix)]
     {
-        use rustix::fs::{FlockOperation, flock};
         let started = Instant::now();
         loop {
-            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
-                Ok(()) => break,
-                Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
-                Err(e) => return Err(format!("lock file {shown}: {e}")),
+            if try_lock_exclusive(&file).map_err(|e| format!("lock file {shown}: {e}"))? {
+                break;
             }
             if healthy(client, base).await {
                 return Ok(None);

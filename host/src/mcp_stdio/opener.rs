@@ -17,10 +17,9 @@
 //! where every local user can read it.
 
 use super::Target;
-use crate::data_dir::open_private;
+use crate::data_dir::{open_lock_file, try_lock_exclusive};
 use ask_user_core::wire::PageOpener;
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -151,21 +150,10 @@ fn write_redirect_once(
 ) -> Result<Option<PathBuf>, String> {
     let path = data_dir.join(REDIRECT_FILE_NAME);
     let shown = |e: std::io::Error| format!("{}: {e}", path.display());
-    let mut file = open_private(
-        &path,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false),
-    )
-    .map_err(shown)?;
+    let mut file = open_lock_file(&path).map_err(shown)?;
     // Held for a read and a write: released when `file` closes.
-    #[cfg(unix)]
-    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => {}
-        Err(e) if e == rustix::io::Errno::WOULDBLOCK => return Ok(None),
-        Err(e) => return Err(shown(e.into())),
+    if !try_lock_exclusive(&file).map_err(shown)? {
+        return Ok(None);
     }
     let mark = format!("<!doctype html><!-- ask-user run {run} -->");
     let mut kept = Vec::new();
