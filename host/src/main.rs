@@ -6,7 +6,9 @@ use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use std::io::Write;
 use std::process::ExitCode;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 /// The log filter without `RUST_LOG`: INFO, but rmcp only from WARN: its INFO
 /// lines carry what clients send, unbounded (a whole `clientInfo`, every
@@ -15,14 +17,21 @@ const DEFAULT_LOG: &str = "info,rmcp=warn";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Logs go to stderr: stdout carries only the URL line.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG)),
+    // Logs go to stderr: stdout carries only the URL line. `RUST_LOG` takes
+    // `level` and `target=level` directives; `Targets` instead of `EnvFilter`
+    // keeps the regex engine (and its pages) out of the one binary.
+    let (filter, bad_filter) = log_filter(std::env::var("RUST_LOG").ok().as_deref());
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(ask_user_host::logged::OneLinePerEvent(std::io::stderr))
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
         )
-        .with_writer(ask_user_host::logged::OneLinePerEvent(std::io::stderr))
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with(filter)
         .init();
+    if let Some(problem) = bad_filter {
+        tracing::warn!("RUST_LOG ignored ({problem}); logging at {DEFAULT_LOG}");
+    }
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let result = match cli.command {
@@ -146,5 +155,49 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {}
         () = terminate => {}
+    }
+}
+
+/// The log filter from `RUST_LOG` (unset or empty: [`DEFAULT_LOG`]), and why a
+/// set value was not usable.
+fn log_filter(rust_log: Option<&str>) -> (Targets, Option<String>) {
+    let default = || DEFAULT_LOG.parse().expect("DEFAULT_LOG is a valid filter");
+    match rust_log.map(str::trim).filter(|value| !value.is_empty()) {
+        None => (default(), None),
+        Some(value) => match value.parse::<Targets>() {
+            Ok(targets) => (targets, None),
+            Err(error) => (default(), Some(error.to_string())),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+
+    #[test]
+    fn without_rust_log_the_host_logs_info_and_rmcp_only_from_warn() {
+        let (filter, problem) = log_filter(None);
+        assert!(problem.is_none());
+        assert!(filter.would_enable("ask_user_host::server", &Level::INFO));
+        assert!(!filter.would_enable("ask_user_host::server", &Level::DEBUG));
+        assert!(!filter.would_enable("rmcp::service", &Level::INFO));
+        assert!(filter.would_enable("rmcp::service", &Level::WARN));
+    }
+
+    #[test]
+    fn rust_log_directives_by_target_are_honoured() {
+        let (filter, problem) = log_filter(Some("warn,ask_user_host=debug"));
+        assert!(problem.is_none());
+        assert!(filter.would_enable("ask_user_host::store", &Level::DEBUG));
+        assert!(!filter.would_enable("hyper::proto", &Level::INFO));
+    }
+
+    #[test]
+    fn an_unusable_rust_log_falls_back_to_the_default_and_says_why() {
+        let (filter, problem) = log_filter(Some("ask_user_host=loud"));
+        assert!(problem.is_some(), "a bad level is reported");
+        assert!(filter.would_enable("ask_user_host::server", &Level::INFO));
     }
 }
