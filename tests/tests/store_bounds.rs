@@ -352,3 +352,225 @@ async fn history_refuses_since_and_before_beyond_i64_instead_of_wrapping_them() 
     let (status, _) = host.get("/api/history?since=9223372036854775807").await;
     assert_eq!(status, StatusCode::OK, "i64::MAX itself is an instant");
 }
+
+/// A one-question request with two options, told apart by `n`.
+fn small_request(n: usize) -> Value {
+    json!({"questions": [{"id": "q", "question": format!("Pick {n}?"),
+        "options": [{"label": "A"}, {"label": "B"}]}]})
+}
+
+/// The JSON of a kept question as the host writes it.
+fn question_json(id: &str, session: &str, request: &Value) -> String {
+    json!({"id": id, "session": session, "request": request,
+        "created_at_ms": ask_user_host::store::now_ms()})
+    .to_string()
+}
+
+/// The store's file in `dir`, opened as another program would.
+fn database(dir: &TempDir) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.data().join(ask_user_host::store::DATABASE_FILE)).unwrap()
+}
+
+/// Creates the store of `dir` (empty, as a host leaves it).
+fn create_store(dir: &TempDir) {
+    std::fs::create_dir_all(dir.data()).unwrap();
+    drop(ask_user_host::store::SqliteStore::open(&dir.data()).unwrap());
+}
+
+/// Puts a question in the store's file as it is, bypassing every check:
+/// pending, or resolved with `outcome` (and `answer`) and `delivery`.
+fn craft_row(
+    conn: &rusqlite::Connection,
+    (id, session): (&str, &str),
+    question: &str,
+    resolved: Option<(&str, Option<&Value>, i64)>,
+) {
+    let now = ask_user_host::store::now_ms() as i64;
+    let (outcome, answer, delivery) = match resolved {
+        Some((outcome, answer, delivery)) => {
+            (Some(outcome), answer.map(Value::to_string), delivery)
+        }
+        None => (None, None, 0),
+    };
+    conn.execute(
+        "INSERT INTO questions (id, session, question, created_ms, outcome, answer, resolved_ms, \
+         delivery) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        rusqlite::params![
+            id,
+            session,
+            question,
+            now,
+            outcome,
+            answer,
+            outcome.map(|_| now),
+            delivery
+        ],
+    )
+    .unwrap();
+}
+
+/// The pending ids of `session`, oldest first.
+async fn pending_ids(host: &Host, session: &str) -> Vec<String> {
+    let (status, list) = host
+        .get(&format!("/api/sessions/{session}/questions"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    list["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn kept_rows_a_live_ask_could_not_have_left_are_refused_logged_escaped_and_ended_not_restored()
+ {
+    let dir = TempDir::new("store-restore-rules");
+    create_store(&dir);
+    let conn = database(&dir);
+    let good = question_json("q_good", "good", &small_request(0));
+    craft_row(&conn, ("q_good", "good"), &good, None);
+    let escaping = question_json("q_dotdot", "../../etc", &small_request(1));
+    craft_row(&conn, ("q_dotdot", "../../etc"), &escaping, None);
+    let options: Vec<Value> = (0..5_000)
+        .map(|n| json!({"label": format!("o{n}")}))
+        .collect();
+    let huge = json!({"questions": [{"id": "q", "question": "Pick?", "options": options}]});
+    let huge_json = question_json("q_options", "options", &huge);
+    craft_row(&conn, ("q_options", "options"), &huge_json, None);
+    // Resolved too: its transcript must not bring it back either.
+    let huge_done = question_json("q_options_done", "options", &huge);
+    craft_row(
+        &conn,
+        ("q_options_done", "options"),
+        &huge_done,
+        Some(("timeout", None, 1)),
+    );
+    let forging = "x\n2026-12-06T10:00:00Z WARN token=leaked \u{1b}]52;c;aGk=\u{7}";
+    let forged = question_json("q_forged", forging, &small_request(2));
+    craft_row(&conn, ("q_forged", forging), &forged, None);
+    // A held answer to a question whose session is not a session id.
+    let held = question_json("q_held_bad", "../held", &small_request(3));
+    let answer = json!({"answers": [{"id": "q", "selected": ["A"]}]});
+    craft_row(
+        &conn,
+        ("q_held_bad", "../held"),
+        &held,
+        Some(("answered", Some(&answer), 0)),
+    );
+    drop(conn);
+
+    let mut host = Host::start(&dir, &[]);
+    assert_eq!(pending_ids(&host, "good").await, ["q_good"]);
+    assert!(pending_ids(&host, "options").await.is_empty());
+    let (_, transcript) = host.get("/api/sessions/options/transcript").await;
+    assert_eq!(transcript["entries"], json!([]), "{transcript}");
+    let (_, sessions) = host.get("/api/sessions").await;
+    let listed: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["good"], "{sessions}");
+
+    let stderr = host.process.stderr();
+    let refusals: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("refused at start"))
+        .collect();
+    for id in ["q_dotdot", "q_options", "q_forged", "q_held_bad"] {
+        assert!(
+            refusals.iter().any(|l| l.contains(id)),
+            "{id} is named in the log: {stderr}"
+        );
+    }
+    assert!(
+        refusals
+            .iter()
+            .any(|l| l.contains(r#"session "../../etc" is not a session id"#)),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "no control reaches the log: {stderr:?}"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("2026-12-06T10:00:00Z")),
+        "no line is forged: {stderr}"
+    );
+    assert!(
+        refusals.iter().all(|l| l.chars().count() < 1_000),
+        "each refusal is bounded: {refusals:?}"
+    );
+    host.process.terminate_and_wait();
+    drop(host);
+
+    // Ended in the record, so none comes back at the next start.
+    let conn = database(&dir);
+    let ending = |id: &str| -> (Option<String>, i64) {
+        conn.query_row(
+            "SELECT outcome, delivery FROM questions WHERE id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap()
+    };
+    for id in ["q_dotdot", "q_options", "q_forged"] {
+        assert_eq!(ending(id), (Some("disposed".to_owned()), 1), "{id}");
+    }
+    assert_eq!(ending("q_held_bad"), (Some("answered".to_owned()), 2));
+}
+
+#[tokio::test]
+async fn restored_questions_count_against_the_live_caps_held_answers_first_and_the_rest_wait_in_the_store()
+ {
+    let dir = TempDir::new("store-restore-caps");
+    create_store(&dir);
+    let conn = database(&dir);
+    let answer = json!({"answers": [{"id": "q", "selected": ["B"]}]});
+    for n in 0..5 {
+        let id = format!("q_p{n}");
+        craft_row(
+            &conn,
+            (&id, "caps"),
+            &question_json(&id, "caps", &small_request(n)),
+            None,
+        );
+    }
+    // Kept last, restored first: it carries the person's answer.
+    craft_row(
+        &conn,
+        ("q_held", "caps"),
+        &question_json("q_held", "caps", &small_request(9)),
+        Some(("answered", Some(&answer), 0)),
+    );
+    drop(conn);
+
+    let mut host = Host::start(&dir, &["--max-pending", "3"]);
+    assert_eq!(pending_ids(&host, "caps").await, ["q_p0", "q_p1"]);
+    let stderr = host.process.stderr();
+    assert!(
+        stderr.contains("not restored") && stderr.contains("left=3"),
+        "what was left out is logged: {stderr}"
+    );
+    // The held answer came back: the same ask collects it at once.
+    let response = host
+        .post("/api/sessions/caps/ask", &small_request(9))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["answers"][0]["selected"], json!(["B"]), "{body}");
+    host.process.terminate_and_wait();
+    drop(host);
+
+    // What was beyond the caps was not lost: the next start restores it (the
+    // two restored were disposed at shutdown, as every pending question is).
+    let host = Host::start(&dir, &[]);
+    assert_eq!(pending_ids(&host, "caps").await, ["q_p2", "q_p3", "q_p4"]);
+}

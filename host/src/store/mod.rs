@@ -58,6 +58,11 @@ pub struct StoreLimits {
     /// The most bytes of questions and messages one session may write per
     /// minute (`--max-session-write-bytes`).
     pub session_bytes_per_minute: u64,
+    /// The most pending questions and held answers read back at start (the
+    /// pending table's `--max-pending`: it holds no more).
+    pub max_restored_questions: usize,
+    /// The most bytes of them read back at start (`--max-pending-bytes`).
+    pub max_restored_bytes: usize,
 }
 
 impl Default for StoreLimits {
@@ -65,6 +70,8 @@ impl Default for StoreLimits {
         Self {
             max_bytes: DEFAULT_MAX_STORE_BYTES,
             session_bytes_per_minute: DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
+            max_restored_questions: crate::state::DEFAULT_MAX_PENDING,
+            max_restored_bytes: crate::pending::DEFAULT_MAX_PENDING_BYTES,
         }
     }
 }

@@ -212,7 +212,9 @@ impl SqliteStore {
         } else {
             None
         };
-        let restored = load(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (restored, report) =
+            load(&conn, &limits).map_err(|e| format!("{}: {e}", path.display()))?;
+        report.log();
         let reader = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -237,6 +239,13 @@ impl SqliteStore {
             .name("ask-user-store".to_owned())
             .spawn(move || writer.run(queue))
             .map_err(|e| format!("cannot start the store's writer: {e}"))?;
+        // Ended first in the queue, so the record never restores them again.
+        if writable {
+            for write in report.endings() {
+                let (reply, _) = oneshot::channel();
+                let _ = jobs.send(Job::Write(write, reply));
+            }
+        }
         Ok(Self {
             path,
             jobs: Some(jobs),
@@ -438,35 +447,187 @@ fn parse_outcome(name: &str) -> Option<Outcome> {
     })
 }
 
-fn load(conn: &Connection) -> rusqlite::Result<Restored> {
-    let mut restored = Restored::default();
-    let mut statement = conn.prepare(
-        "SELECT id, question, outcome, answer FROM questions WHERE delivery = 0 ORDER BY seq",
+/// The largest kept question read back at start: a live ask's body is at
+/// most 256 KiB, so a larger row was not written by a host.
+pub const MAX_RESTORED_QUESTION_BYTES: i64 = 1024 * 1024;
+
+/// The most refused rows named one by one in the log at start (the rest are
+/// counted).
+const MAX_NAMED_REFUSALS: usize = 5;
+
+/// What start-up did with the kept open rows besides restoring them.
+#[derive(Debug, Default)]
+struct RestoreReport {
+    /// Rows that fail the rules a live ask passes: (id, why), ended in the
+    /// record so they never come back.
+    refused: Vec<(String, String, bool)>,
+    /// Rows beyond what the pending table may hold: left in the file as they
+    /// are, for a start with room.
+    beyond_caps: usize,
+}
+
+/// Why a kept question may not come back: the rules a live ask passes
+/// (core's validation of the request, a session id, a host-minted id).
+fn restorable(row_session: &str, question: &QuestionRequested) -> Result<(), String> {
+    use ask_user_core::error::quoted;
+    if !ask_user_core::SessionId::is_valid(row_session) {
+        return Err(format!(
+            "session {} is not a session id",
+            quoted(row_session)
+        ));
+    }
+    if question.session != row_session {
+        return Err(format!(
+            "its question names session {}, its row {}",
+            quoted(&question.session),
+            quoted(row_session)
+        ));
+    }
+    if !ask_user_core::SessionId::is_valid(&question.id) {
+        return Err(format!("id {} is not a host's id", quoted(&question.id)));
+    }
+    if let Some(asker) = &question.asked_by {
+        let cleaned =
+            ask_user_core::wire::AskedBy::new(asker.kind, &asker.name, asker.version.as_deref());
+        if cleaned.as_ref() != Some(asker) {
+            return Err(format!("its asker {} is not clean", quoted(&asker.name)));
+        }
+    }
+    question
+        .request
+        .validate()
+        .map_err(|e| format!("its request breaks core's rules: {}", e.message))
+}
+
+/// The questions still open in the record: the held resolutions first (they
+/// carry the person's answers), then the pending questions, each oldest
+/// first. Reads at most `limits`' questions and bytes of them (what the
+/// pending table may hold; the rest stay in the file untouched), and refuses
+/// a row a live ask could not have left (see [`restorable`]).
+fn load_open(
+    conn: &Connection,
+    limits: &StoreLimits,
+    restored: &mut Restored,
+    report: &mut RestoreReport,
+) -> rusqlite::Result<()> {
+    let mut listed = conn.prepare(
+        "SELECT seq, id, session, outcome, octet_length(question) FROM questions \
+         WHERE delivery = 0 ORDER BY outcome IS NULL, seq",
     )?;
-    let mut rows = statement.query([])?;
+    let mut texts = conn.prepare("SELECT question, answer FROM questions WHERE seq = ?1")?;
+    let mut rows = listed.query([])?;
+    let (mut count, mut bytes) = (0usize, 0usize);
     while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let question: String = row.get(1)?;
-        let outcome: Option<String> = row.get(2)?;
-        let answer: Option<String> = row.get(3)?;
-        let Ok(question) = serde_json::from_str::<QuestionRequested>(&question) else {
-            tracing::warn!(id, "a kept question no longer reads; left out");
+        let seq: i64 = row.get(0)?;
+        let id: String = row.get(1)?;
+        let session: String = row.get(2)?;
+        let outcome: Option<String> = row.get(3)?;
+        let size: i64 = row.get(4)?;
+        let held = outcome.is_some();
+        if size > MAX_RESTORED_QUESTION_BYTES {
+            let why = format!("{size} bytes, more than {MAX_RESTORED_QUESTION_BYTES}");
+            report.refused.push((id, why, held));
             continue;
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        if count >= limits.max_restored_questions
+            || bytes.saturating_add(size) > limits.max_restored_bytes
+        {
+            report.beyond_caps += 1;
+            continue;
+        }
+        let (question, answer): (String, Option<String>) =
+            texts.query_row([seq], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let question = match serde_json::from_str::<QuestionRequested>(&question) {
+            Ok(question) => question,
+            Err(e) => {
+                report
+                    .refused
+                    .push((id, format!("it no longer reads ({e})"), held));
+                continue;
+            }
         };
+        if let Err(why) = restorable(&session, &question).and_then(|()| {
+            (question.id == id)
+                .then_some(())
+                .ok_or_else(|| "its question names another id".to_owned())
+        }) {
+            report.refused.push((id, why, held));
+            continue;
+        }
         match outcome.as_deref() {
             None => restored.pending.push(question),
             Some("answered") => {
                 match answer.and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok()) {
                     Some(answer) => restored.held.push((question, Some(answer))),
-                    None => tracing::warn!(id, "a kept answer no longer reads; left out"),
+                    None => {
+                        report
+                            .refused
+                            .push((id, "its answer no longer reads".to_owned(), held));
+                        continue;
+                    }
                 }
             }
             Some("cancelled") => restored.held.push((question, None)),
-            Some(_) => {}
+            // Only an answer or a cancel is held.
+            Some(_) => continue,
+        }
+        count += 1;
+        bytes += size;
+    }
+    Ok(())
+}
+
+fn load(conn: &Connection, limits: &StoreLimits) -> rusqlite::Result<(Restored, RestoreReport)> {
+    let mut restored = Restored::default();
+    let mut report = RestoreReport::default();
+    load_open(conn, limits, &mut restored, &mut report)?;
+    restored.transcripts = load_transcripts(conn)?;
+    Ok((restored, report))
+}
+
+impl RestoreReport {
+    /// Logs what was refused and left out (values escaped and bounded).
+    fn log(&self) {
+        for (id, why, _) in self.refused.iter().take(MAX_NAMED_REFUSALS) {
+            tracing::warn!(
+                id = %crate::logged::logged(id),
+                why = %crate::logged::logged(why),
+                "a kept question was refused at start, not restored: it is ended in the record"
+            );
+        }
+        if self.refused.len() > MAX_NAMED_REFUSALS {
+            tracing::warn!(
+                more = self.refused.len() - MAX_NAMED_REFUSALS,
+                "more kept questions were refused at start, not restored"
+            );
+        }
+        if self.beyond_caps > 0 {
+            tracing::warn!(
+                left = self.beyond_caps,
+                "kept questions beyond --max-pending or --max-pending-bytes were not restored; \
+                 they stay in the store for a start with room"
+            );
         }
     }
-    restored.transcripts = load_transcripts(conn)?;
-    Ok(restored)
+
+    /// The writes that end the refused rows in the record: a pending question
+    /// is disposed, a held resolution never delivered, so none comes back or
+    /// holds room for ever (they stay in the history until pruned).
+    fn endings(&self) -> impl Iterator<Item = Write> + '_ {
+        self.refused.iter().map(|(id, _, held)| {
+            let id = id.clone();
+            if *held {
+                Write::NeverDelivered { id }
+            } else {
+                Write::Ended {
+                    id,
+                    outcome: Outcome::Disposed,
+                    at_ms: super::now_ms(),
+                }
+            }
+        })
+    }
 }
 
 /// The most bytes of transcripts read back at start, in all sessions (the
@@ -486,10 +647,18 @@ fn recent_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
             WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL GROUP BY session
             UNION ALL
             SELECT session, max(at_ms) FROM messages GROUP BY session
-        ) GROUP BY session ORDER BY max(at) DESC LIMIT ?1",
+        ) WHERE length(session) BETWEEN 1 AND 64 AND session NOT GLOB '*[^A-Za-z0-9_-]*'
+        GROUP BY session ORDER BY max(at) DESC LIMIT ?1",
     )?;
     let limit = i64::try_from(MAX_LOGGED_SESSIONS).unwrap_or(i64::MAX);
-    statement.query_map([limit], |row| row.get(0))?.collect()
+    let sessions: Vec<String> = statement
+        .query_map([limit], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    // The query's pattern is the session id rule; core's check is the rule.
+    Ok(sessions
+        .into_iter()
+        .filter(|session| ask_user_core::SessionId::is_valid(session))
+        .collect())
 }
 
 /// Each recently active session's most recent messages and resolved
@@ -566,7 +735,10 @@ fn transcript_entry(
             "user" => Role::User,
             "agent" => Role::Agent,
             _ => {
-                tracing::warn!(id, "a kept message's role no longer reads; left out");
+                tracing::warn!(
+                    id = %crate::logged::logged(&id),
+                    "a kept message's role no longer reads; left out"
+                );
                 return Ok(None);
             }
         };
@@ -584,9 +756,17 @@ fn transcript_entry(
             serde_json::from_str::<QuestionRequested>(&question),
             parse_outcome(&outcome),
         ) else {
-            tracing::warn!(id, "a kept question no longer reads; left out");
+            tracing::warn!(id = %crate::logged::logged(&id), "a kept question no longer reads; left out");
             return Ok(None);
         };
+        if let Err(e) = question.request.validate() {
+            tracing::warn!(
+                id = %crate::logged::logged(&id),
+                why = %crate::logged::logged(&e.message),
+                "a kept question breaks core's rules; left out of its transcript"
+            );
+            return Ok(None);
+        }
         let answer = answer
             .filter(|_| outcome == Outcome::Answered)
             .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
