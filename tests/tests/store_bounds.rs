@@ -277,9 +277,14 @@ fn peak_rss_kib(pid: u32) -> u64 {
 /// Writes `records` resolved questions of about 232 KB to each of `sessions`
 /// in the store of `dir` (as a flood would have left them).
 async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
-    use ask_user_host::store::{SqliteStore, Store, Write};
+    use ask_user_host::store::{SqliteStore, Store, StoreLimits, Write};
     std::fs::create_dir_all(dir.data()).unwrap();
-    let store = SqliteStore::open(&dir.data()).unwrap();
+    // As fast as it can: no session's allowance refuses a row.
+    let limits = StoreLimits {
+        session_bytes_per_minute: u64::MAX,
+        ..StoreLimits::default()
+    };
+    let store = SqliteStore::open_with(&dir.data(), limits).unwrap();
     let now = ask_user_host::store::now_ms();
     for session in sessions {
         for n in 0..records {
@@ -291,16 +296,16 @@ async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
                 created_at_ms: now - 1000 + n as u64,
                 asked_by: None,
             };
-            let _ = store.submit(Write::Asked(question));
+            let asked = store.submit(Write::Asked(question));
             let ended = Write::Ended {
                 id,
                 outcome: ask_user_core::wire::Outcome::Timeout,
                 at_ms: now - 1000 + n as u64,
             };
-            let _ = store.submit(ended);
+            let ended = store.submit(ended);
+            assert!(asked.kept().await.unwrap() && ended.kept().await.unwrap());
         }
     }
-    store.flush().kept().await.unwrap();
 }
 
 #[tokio::test]
@@ -573,4 +578,148 @@ async fn restored_questions_count_against_the_live_caps_held_answers_first_and_t
     // two restored were disposed at shutdown, as every pending question is).
     let host = Host::start(&dir, &[]);
     assert_eq!(pending_ids(&host, "caps").await, ["q_p2", "q_p3", "q_p4"]);
+}
+
+/// Every record of `GET /api/history?<query>` page by page: the ids, each
+/// page checked to hold at most `limit`.
+async fn history_ids(host: &Host, query: &str, limit: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) = host
+            .get(&format!("/api/history?{query}&limit={limit}{cursor}"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let records = page["records"].as_array().unwrap();
+        assert!(records.len() <= limit, "{} records", records.len());
+        ids.extend(
+            records
+                .iter()
+                .map(|r| r["question"]["id"].as_str().unwrap().to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn history_pages_hold_at_most_limit_records_and_page_through_one_millisecond_by_a_cursor() {
+    let dir = TempDir::new("store-history-cursor");
+    create_store(&dir);
+    let conn = database(&dir);
+    // 25 records resolved in one millisecond, one just before, one just after.
+    // An hour ago: within --keep-days.
+    let at = ask_user_host::store::now_ms() as i64 - 3_600_000;
+    for n in 0..27 {
+        let id = format!("q_{n:02}");
+        let question = question_json(&id, "ms", &small_request(n));
+        craft_row(&conn, (&id, "ms"), &question, Some(("timeout", None, 1)));
+        let resolved = match n {
+            0 => at - 1,
+            26 => at + 1,
+            _ => at,
+        };
+        conn.execute(
+            "UPDATE questions SET resolved_ms = ?1 WHERE id = ?2",
+            rusqlite::params![resolved, id],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let host = Host::start(&dir, &[]);
+
+    let ids = history_ids(&host, "session=ms", 4).await;
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((ids.len(), unique.len()), (27, 27), "{ids:?}");
+    assert_eq!(
+        (ids.first().unwrap().as_str(), ids.last().unwrap().as_str()),
+        ("q_26", "q_00"),
+        "newest first"
+    );
+    // since (inclusive) and before (exclusive) still bound the pages.
+    let within = history_ids(&host, &format!("since={at}&before={}", at + 1), 10).await;
+    assert_eq!(within.len(), 25, "{within:?}");
+    assert!(!within.contains(&"q_00".to_owned()) && !within.contains(&"q_26".to_owned()));
+
+    let (status, body) = host.get("/api/history?cursor=yesterday").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cursor"),
+        "{body}"
+    );
+}
+
+/// Runs `ask-user history --data-dir <dir> <args…>` and reads its first
+/// `head` bytes: its peak memory then (it cannot have finished: the rest of
+/// its output waits in the pipe), and then all of its output.
+fn history_head_then_all(dir: &TempDir, args: &[&str], head: usize) -> (u64, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .arg("history")
+        .arg("--data-dir")
+        .arg(dir.data())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut output = vec![0; head];
+    stdout.read_exact(&mut output).unwrap();
+    let peak = peak_rss_kib(child.id());
+    stdout.read_to_end(&mut output).unwrap();
+    assert!(child.wait().unwrap().success());
+    (peak, String::from_utf8(output).unwrap())
+}
+
+/// `ask-user history --data-dir <dir> <args…>`'s output.
+fn history_cli_output(dir: &TempDir, args: &[&str]) -> String {
+    let output = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .arg("history")
+        .arg("--data-dir")
+        .arg(dir.data())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn ask_user_history_prints_as_it_reads_so_its_memory_stays_at_a_page_however_long_the_record()
+{
+    let dir = TempDir::new("store-history-stream");
+    // 300 records of 232 KB: 70 MB, many pages.
+    let records = 300;
+    craft_store(&dir, &["long"], records).await;
+    let asked = |record: &Value| record["question"]["request"]["questions"][0]["question"].clone();
+
+    let (peak, json) = history_head_then_all(&dir, &["--format", "json"], 1 << 20);
+    // Reading the whole record before printing peaks at about 300 MiB.
+    assert!(
+        peak < 64 * 1024,
+        "ask-user history peaked at {peak} KiB before printing its first MiB"
+    );
+    let json: Value = serde_json::from_str(&json).expect("exact JSON");
+    let json = json.as_array().unwrap();
+    assert_eq!(json.len(), records);
+    assert_eq!(asked(&json[0]), format!("Ask {}?", records - 1));
+    assert_eq!(asked(&json[records - 1]), "Ask 0?");
+
+    // The decision log (no details, so too short to wait in the pipe) reads
+    // the same pages, oldest first.
+    let md = history_cli_output(&dir, &["--format", "md"]);
+    let headings = md.lines().filter(|l| l.starts_with("## ")).count();
+    assert_eq!(headings, records, "{}", &md[..2000]);
+    let first = md.find("**Ask 0?**").expect("the oldest");
+    let last = md
+        .find(&format!("**Ask {}?**", records - 1))
+        .expect("the newest");
+    assert!(first < last, "oldest first");
 }

@@ -3,8 +3,8 @@
 //! prepared (cached) statements; history reads use their own connection.
 
 use super::{
-    FAILURE_LOG_INTERVAL, Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store,
-    StoreError, StoreLimits, Ticket, Write,
+    FAILURE_LOG_INTERVAL, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord,
+    Restored, Store, StoreError, StoreLimits, Ticket, Write,
 };
 use crate::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
@@ -1217,73 +1217,104 @@ impl Store for SqliteStore {
     }
 }
 
-/// A page of resolved questions from `conn`, newest first. A page never ends
-/// between two records resolved in the same millisecond, so `next_before`
-/// (exclusive) loses none of them.
+/// Which way a history read goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Newest first (`GET /api/history`, `ask-user history --format json`).
+    NewestFirst,
+    /// Oldest first (the decision log).
+    OldestFirst,
+}
+
+/// A page of resolved questions from `conn`, newest first: at most the
+/// query's `limit`, and the cursor after its last one when more follow.
 pub fn history(conn: &Connection, query: &HistoryQuery) -> rusqlite::Result<HistoryPage> {
+    history_in(conn, query, Order::NewestFirst)
+}
+
+/// [`history`] in `order`; the page's `next_cursor` continues in that order.
+/// Records are ordered by when they were resolved, then by row, so a cursor
+/// is unique however many share a millisecond.
+pub fn history_in(
+    conn: &Connection,
+    query: &HistoryQuery,
+    order: Order,
+) -> rusqlite::Result<HistoryPage> {
     let limit = query.page_size();
-    let select = "SELECT question, outcome, answer, resolved_ms FROM questions \
-         WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
-         AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
-         ORDER BY resolved_ms DESC, seq DESC LIMIT ?4";
+    let select = match order {
+        Order::NewestFirst => {
+            "SELECT seq, question, outcome, answer, resolved_ms FROM questions \
+             WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
+             AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
+             AND (?4 IS NULL OR resolved_ms < ?4 OR (resolved_ms = ?4 AND seq < ?5)) \
+             ORDER BY resolved_ms DESC, seq DESC LIMIT ?6"
+        }
+        Order::OldestFirst => {
+            "SELECT seq, question, outcome, answer, resolved_ms FROM questions \
+             WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
+             AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
+             AND (?4 IS NULL OR resolved_ms > ?4 OR (resolved_ms = ?4 AND seq > ?5)) \
+             ORDER BY resolved_ms, seq LIMIT ?6"
+        }
+    };
     let before = query.before.map(|ms| ms as i64);
     let since = query.since.map(|ms| ms as i64);
+    let cursor = query.cursor.map(|c| c.resolved_ms);
+    let row = query.cursor.map(|c| c.row);
     let mut statement = conn.prepare_cached(select)?;
-    let mut records = read_records(
-        &mut statement,
-        params![query.session, before, since, (limit + 1) as i64],
-    )?;
-    if records.len() <= limit {
-        return Ok(HistoryPage {
-            records,
-            next_before: None,
-        });
+    let mut rows = statement.query(params![
+        query.session,
+        before,
+        since,
+        cursor,
+        row,
+        (limit + 1) as i64
+    ])?;
+    let mut records = Vec::with_capacity(limit.min(64));
+    let (mut read, mut last, mut more) = (0, None, false);
+    while let Some(row) = rows.next()? {
+        if read == limit {
+            more = true;
+            break;
+        }
+        read += 1;
+        let (at, record) = history_record(row)?;
+        last = Some(at);
+        records.extend(record);
     }
-    let boundary = records[limit].resolved_at_ms;
-    records.truncate(limit);
-    while records.last().is_some_and(|r| r.resolved_at_ms == boundary) {
-        records.pop();
-    }
-    if records.is_empty() {
-        // More than a page resolved in one millisecond: that millisecond whole.
-        let at = (boundary + 1) as i64;
-        records = read_records(
-            &mut statement,
-            params![query.session, at, boundary as i64, i64::MAX],
-        )?;
-    }
-    let next_before = records.last().map(|r| r.resolved_at_ms);
     Ok(HistoryPage {
         records,
-        next_before,
+        next_cursor: last.filter(|_| more),
     })
 }
 
-fn read_records(
-    statement: &mut rusqlite::CachedStatement<'_>,
-    params: impl rusqlite::Params,
-) -> rusqlite::Result<Vec<HistoryRecord>> {
-    let mut records = Vec::new();
-    let mut rows = statement.query(params)?;
-    while let Some(row) = rows.next()? {
-        let question: String = row.get(0)?;
-        let outcome: String = row.get(1)?;
-        let answer: Option<String> = row.get(2)?;
-        let resolved: i64 = row.get(3)?;
-        let (Ok(question), Some(outcome)) = (
-            serde_json::from_str::<QuestionRequested>(&question),
-            parse_outcome(&outcome),
-        ) else {
-            continue;
-        };
-        records.push(HistoryRecord {
-            question,
-            outcome,
-            answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
-            resolved_at_ms: resolved.max(0) as u64,
-        });
-    }
-    Ok(records)
+/// One row of a history read: its cursor, and its record unless it no longer
+/// reads.
+fn history_record(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(HistoryCursor, Option<HistoryRecord>)> {
+    let seq: i64 = row.get(0)?;
+    let question: String = row.get(1)?;
+    let outcome: String = row.get(2)?;
+    let answer: Option<String> = row.get(3)?;
+    let resolved: i64 = row.get(4)?;
+    let cursor = HistoryCursor {
+        resolved_ms: resolved,
+        row: seq,
+    };
+    let (Ok(question), Some(outcome)) = (
+        serde_json::from_str::<QuestionRequested>(&question),
+        parse_outcome(&outcome),
+    ) else {
+        return Ok((cursor, None));
+    };
+    let record = HistoryRecord {
+        question,
+        outcome,
+        answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
+        resolved_at_ms: resolved.max(0) as u64,
+    };
+    Ok((cursor, Some(record)))
 }
 
 /// Opens an existing database read-only (for `ask-user history`), refusing a
