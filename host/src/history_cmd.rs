@@ -6,7 +6,7 @@ use crate::data_dir::DataDirArg;
 use crate::store::sqlite::{self, DATABASE_FILE};
 use crate::store::{HistoryQuery, HistoryRecord};
 use ask_user_core::SessionId;
-use ask_user_core::display::neutralise_for_terminal;
+use ask_user_core::display::{escape_json_for_terminal, neutralise_for_terminal};
 use ask_user_core::wire::Outcome;
 use clap::{Args, ValueEnum};
 use rusqlite::Connection;
@@ -145,9 +145,42 @@ fn print_json(
             seq.end()
         }
     }
-    serde_json::to_writer_pretty(&mut *out, &Streamed { conn, query })
+    let mut escaped = EscapedJson {
+        out,
+        partial: Vec::new(),
+    };
+    serde_json::to_writer_pretty(&mut escaped, &Streamed { conn, query })
         .map_err(std::io::Error::other)?;
-    out.write_all(b"\n")
+    escaped.out.write_all(b"\n")
+}
+
+/// Writes JSON text with every control a terminal would act on, and every
+/// bidi or zero-width character, as a JSON escape
+/// ([`escape_json_for_terminal`]): the same JSON, printable. A character
+/// split across two writes waits until it is whole.
+struct EscapedJson<W> {
+    out: W,
+    partial: Vec<u8>,
+}
+
+impl<W: std::io::Write> std::io::Write for EscapedJson<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.partial.extend_from_slice(buf);
+        let whole = match std::str::from_utf8(&self.partial) {
+            Ok(text) => text.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        };
+        let text = std::str::from_utf8(&self.partial[..whole]).expect("checked above");
+        self.out
+            .write_all(escape_json_for_terminal(text).as_bytes())?;
+        self.partial.drain(..whole);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// The decision log, oldest first, written as it is read.
@@ -285,6 +318,26 @@ mod tests {
     use super::*;
     use ask_user_core::wire::{AskedBy, QuestionRequested};
     use ask_user_core::{AnswerBatch, AskRequest};
+
+    #[test]
+    fn json_escaped_for_a_terminal_waits_for_a_character_split_across_writes() {
+        use std::io::Write as _;
+        let json = serde_json::to_string("a\u{202e}b\u{9b}é").unwrap();
+        let mut out = EscapedJson {
+            out: Vec::new(),
+            partial: Vec::new(),
+        };
+        // Byte by byte: every multi-byte character is split.
+        for byte in json.as_bytes() {
+            out.write_all(std::slice::from_ref(byte)).unwrap();
+        }
+        let printed = String::from_utf8(out.out).unwrap();
+        assert_eq!(printed, r#""a\u202eb\u009bé""#);
+        assert_eq!(
+            serde_json::from_str::<String>(&printed).unwrap(),
+            "a\u{202e}b\u{9b}é"
+        );
+    }
 
     #[test]
     fn the_decision_log_says_who_asked_and_the_persons_note() {

@@ -723,3 +723,36 @@ async fn ask_user_history_prints_as_it_reads_so_its_memory_stays_at_a_page_howev
         .expect("the newest");
     assert!(first < last, "oldest first");
 }
+
+#[tokio::test]
+async fn ask_user_history_shows_controls_in_agent_text_in_both_formats_and_json_stays_the_same_value()
+ {
+    let dir = TempDir::new("store-history-controls");
+    create_store(&dir);
+    let controls = "\u{1b}]52;c;aGk=\u{7} \u{9b}2J \u{1b}[8m \u{202e}gpj.exe\u{7f}";
+    let request = json!({"questions": [{"id": "q", "question": format!("Deploy {controls}?"),
+        "options": [{"label": format!("Yes {controls}")}, {"label": "No"}]}]});
+    let answer = json!({"answers": [{"id": "q", "selected": [format!("Yes {controls}")],
+        "custom": controls}], "note": controls});
+    let conn = database(&dir);
+    craft_row(
+        &conn,
+        ("q_controls", "c"),
+        &question_json("q_controls", "c", &request),
+        Some(("answered", Some(&answer), 1)),
+    );
+    drop(conn);
+    let holds_controls = |text: &str| {
+        text.chars().any(|c| {
+            ask_user_core::display::is_spoofing(c) || ask_user_core::display::is_terminal_control(c)
+        })
+    };
+    let json = history_cli_output(&dir, &["--format", "json"]);
+    assert!(!holds_controls(&json), "{json:?}");
+    let records: Value = serde_json::from_str(&json).expect("exact JSON");
+    assert_eq!(records[0]["answer"], answer, "the same value");
+    assert_eq!(records[0]["question"]["request"], request);
+    let md = history_cli_output(&dir, &["--format", "md"]);
+    assert!(!holds_controls(&md), "{md:?}");
+    assert!(md.contains("⟨U+001B⟩]52;c;aGk=⟨U+0007⟩"), "{md}");
+}
