@@ -215,6 +215,12 @@ impl SqliteStore {
         let (restored, report) =
             load(&conn, &limits).map_err(|e| format!("{}: {e}", path.display()))?;
         report.log();
+        if writable {
+            // Before anything else is written, so the record never restores them again.
+            report
+                .end_refused(&mut conn)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         let reader = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -239,13 +245,6 @@ impl SqliteStore {
             .name("ask-user-store".to_owned())
             .spawn(move || writer.run(queue))
             .map_err(|e| format!("cannot start the store's writer: {e}"))?;
-        // Ended first in the queue, so the record never restores them again.
-        if writable {
-            for write in report.endings() {
-                let (reply, _) = oneshot::channel();
-                let _ = jobs.send(Job::Write(write, reply));
-            }
-        }
         Ok(Self {
             path,
             jobs: Some(jobs),
@@ -455,15 +454,32 @@ pub const MAX_RESTORED_QUESTION_BYTES: i64 = 1024 * 1024;
 /// counted).
 const MAX_NAMED_REFUSALS: usize = 5;
 
+/// The most refused rows ended per start (the rest are ended at the next).
+const MAX_REFUSALS_PER_START: usize = 100_000;
+
 /// What start-up did with the kept open rows besides restoring them.
 #[derive(Debug, Default)]
 struct RestoreReport {
-    /// Rows that fail the rules a live ask passes: (id, why), ended in the
-    /// record so they never come back.
-    refused: Vec<(String, String, bool)>,
+    /// The first refused rows, for the log: (id, why).
+    named: Vec<(String, String)>,
+    /// Rows that fail the rules a live ask passes, to be ended in the record
+    /// so they never come back: (row, whether it holds a resolution).
+    refused: Vec<(i64, bool)>,
     /// Rows beyond what the pending table may hold: left in the file as they
     /// are, for a start with room.
     beyond_caps: usize,
+}
+
+impl RestoreReport {
+    fn refuse(&mut self, (seq, held): (i64, bool), id: &str, why: impl FnOnce() -> String) {
+        if self.named.len() < MAX_NAMED_REFUSALS {
+            self.named
+                .push((ask_user_core::error::shorten(id, 200), why()));
+        }
+        if self.refused.len() < MAX_REFUSALS_PER_START {
+            self.refused.push((seq, held));
+        }
+    }
 }
 
 /// Why a kept question may not come back: the rules a live ask passes
@@ -510,9 +526,10 @@ fn load_open(
     restored: &mut Restored,
     report: &mut RestoreReport,
 ) -> rusqlite::Result<()> {
+    // Ids and sessions longer than any valid one are read cut (and refused).
     let mut listed = conn.prepare(
-        "SELECT seq, id, session, outcome, octet_length(question) FROM questions \
-         WHERE delivery = 0 ORDER BY outcome IS NULL, seq",
+        "SELECT seq, substr(id, 1, 256), substr(session, 1, 256), outcome, \
+         octet_length(question) FROM questions WHERE delivery = 0 ORDER BY outcome IS NULL, seq",
     )?;
     let mut texts = conn.prepare("SELECT question, answer FROM questions WHERE seq = ?1")?;
     let mut rows = listed.query([])?;
@@ -523,10 +540,11 @@ fn load_open(
         let session: String = row.get(2)?;
         let outcome: Option<String> = row.get(3)?;
         let size: i64 = row.get(4)?;
-        let held = outcome.is_some();
+        let row = (seq, outcome.is_some());
         if size > MAX_RESTORED_QUESTION_BYTES {
-            let why = format!("{size} bytes, more than {MAX_RESTORED_QUESTION_BYTES}");
-            report.refused.push((id, why, held));
+            report.refuse(row, &id, || {
+                format!("{size} bytes, more than {MAX_RESTORED_QUESTION_BYTES}")
+            });
             continue;
         }
         let size = usize::try_from(size).unwrap_or(usize::MAX);
@@ -541,9 +559,7 @@ fn load_open(
         let question = match serde_json::from_str::<QuestionRequested>(&question) {
             Ok(question) => question,
             Err(e) => {
-                report
-                    .refused
-                    .push((id, format!("it no longer reads ({e})"), held));
+                report.refuse(row, &id, || format!("it no longer reads ({e})"));
                 continue;
             }
         };
@@ -552,7 +568,7 @@ fn load_open(
                 .then_some(())
                 .ok_or_else(|| "its question names another id".to_owned())
         }) {
-            report.refused.push((id, why, held));
+            report.refuse(row, &id, || why);
             continue;
         }
         match outcome.as_deref() {
@@ -561,9 +577,7 @@ fn load_open(
                 match answer.and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok()) {
                     Some(answer) => restored.held.push((question, Some(answer))),
                     None => {
-                        report
-                            .refused
-                            .push((id, "its answer no longer reads".to_owned(), held));
+                        report.refuse(row, &id, || "its answer no longer reads".to_owned());
                         continue;
                     }
                 }
@@ -589,16 +603,16 @@ fn load(conn: &Connection, limits: &StoreLimits) -> rusqlite::Result<(Restored, 
 impl RestoreReport {
     /// Logs what was refused and left out (values escaped and bounded).
     fn log(&self) {
-        for (id, why, _) in self.refused.iter().take(MAX_NAMED_REFUSALS) {
+        for (id, why) in &self.named {
             tracing::warn!(
                 id = %crate::logged::logged(id),
                 why = %crate::logged::logged(why),
                 "a kept question was refused at start, not restored: it is ended in the record"
             );
         }
-        if self.refused.len() > MAX_NAMED_REFUSALS {
+        if self.refused.len() > self.named.len() {
             tracing::warn!(
-                more = self.refused.len() - MAX_NAMED_REFUSALS,
+                more = self.refused.len() - self.named.len(),
                 "more kept questions were refused at start, not restored"
             );
         }
@@ -611,22 +625,32 @@ impl RestoreReport {
         }
     }
 
-    /// The writes that end the refused rows in the record: a pending question
-    /// is disposed, a held resolution never delivered, so none comes back or
-    /// holds room for ever (they stay in the history until pruned).
-    fn endings(&self) -> impl Iterator<Item = Write> + '_ {
-        self.refused.iter().map(|(id, _, held)| {
-            let id = id.clone();
-            if *held {
-                Write::NeverDelivered { id }
-            } else {
-                Write::Ended {
-                    id,
-                    outcome: Outcome::Disposed,
-                    at_ms: super::now_ms(),
+    /// Ends the refused rows in the record, in one transaction: a pending
+    /// question is disposed, a held resolution never delivered, so none comes
+    /// back or holds room for ever (they stay in the history until pruned).
+    fn end_refused(&self, conn: &mut Connection) -> rusqlite::Result<()> {
+        if self.refused.is_empty() {
+            return Ok(());
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut dispose = tx.prepare(
+                "UPDATE questions SET outcome = 'disposed', answer = NULL, resolved_ms = ?2, \
+                 delivery = 1 WHERE seq = ?1 AND outcome IS NULL",
+            )?;
+            let mut never_delivered = tx.prepare(
+                "UPDATE questions SET delivery = 2 WHERE seq = ?1 AND outcome IS NOT NULL",
+            )?;
+            let now = super::now_ms() as i64;
+            for &(seq, held) in &self.refused {
+                if held {
+                    never_delivered.execute([seq])?;
+                } else {
+                    dispose.execute([seq, now])?;
                 }
             }
-        })
+        }
+        tx.commit()
     }
 }
 
