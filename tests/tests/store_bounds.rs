@@ -574,8 +574,18 @@ async fn restored_questions_count_against_the_live_caps_held_answers_first_and_t
     host.process.terminate_and_wait();
     drop(host);
 
-    // What was beyond the caps was not lost: the next start restores it (the
-    // two restored were disposed at shutdown, as every pending question is).
+    // The byte cap too: a start that may hold no request restores none and
+    // ends none.
+    let mut host = Host::start(&dir, &["--max-pending-bytes", "1"]);
+    assert!(pending_ids(&host, "caps").await.is_empty());
+    let stderr = host.process.stderr();
+    assert!(stderr.contains("not restored"), "{stderr}");
+    host.process.terminate_and_wait();
+    drop(host);
+
+    // What was beyond the caps was not lost: a start with room restores it
+    // (the two restored first were disposed at shutdown, as every pending
+    // question is).
     let host = Host::start(&dir, &[]);
     assert_eq!(pending_ids(&host, "caps").await, ["q_p2", "q_p3", "q_p4"]);
 }
