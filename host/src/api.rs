@@ -44,10 +44,10 @@ pub fn router() -> Router<AppState> {
         .route("/api/history", get(history))
 }
 
-/// `GET /api/history?session=&before=&since=&limit=` → a page of resolved
-/// questions, newest first (question, outcome, answer, times), with
-/// `next_before` to pass as `before` for the next page while there is one.
-/// `limit` defaults to 50 and is at most 500.
+/// `GET /api/history?session=&before=&since=&limit=&cursor=` → a page of
+/// at most `limit` resolved questions, newest first (question, outcome,
+/// answer, times), with `next_cursor` to pass as `cursor` for the next page
+/// while there is one. `limit` defaults to 50 and is at most 500.
 async fn history(
     State(state): State<AppState>,
     query: Result<Query<HistoryQuery>, QueryRejection>,

@@ -12,9 +12,12 @@
 //! Exit codes: 0 answered (the batch on stdout), 2 bad input (core's message
 //! on stderr; also the host's 400/422), 3 `ASK_CANCELLED`, 4 `ASK_TIMEOUT`,
 //! 1 anything else. Every failure prints one `Error: <message> (<CODE>)` line
-//! to stderr.
+//! to stderr. What it prints carries the agent's and the person's text, so
+//! controls a terminal would act on are shown, not sent: as `⟨U+XXXX⟩` on
+//! stderr, as JSON escapes in the answer (the same JSON value).
 
 use crate::pending::DEFAULT_DETACH_GRACE;
+use ask_user_core::display::{escape_json_for_terminal, neutralise_for_terminal};
 use ask_user_core::tool::render_error;
 use ask_user_core::wire::ErrorBody;
 use ask_user_core::{
@@ -115,17 +118,17 @@ impl AskOutcome {
 /// and returns the exit code.
 pub async fn run(args: AskArgs) -> ExitCode {
     let outcome = ask(&args).await;
+    // Labels and text come from the agent and the person: nothing printed
+    // may drive the terminal (the JSON stays the same value).
     match &outcome {
         AskOutcome::Answered(batch) => {
-            println!(
-                "{}",
-                serde_json::to_string(batch).expect("answer batches always serialise")
-            );
+            let json = serde_json::to_string(batch).expect("answer batches always serialise");
+            println!("{}", escape_json_for_terminal(&json));
         }
         AskOutcome::BadInput(line)
         | AskOutcome::Cancelled(line)
         | AskOutcome::TimedOut(line)
-        | AskOutcome::Failed(line) => eprintln!("{line}"),
+        | AskOutcome::Failed(line) => eprintln!("{}", neutralise_for_terminal(line)),
     }
     ExitCode::from(outcome.exit_code())
 }

@@ -197,6 +197,8 @@ impl ServeArgs {
         let limits = StoreLimits {
             max_bytes: self.max_store_bytes,
             session_bytes_per_minute: self.max_session_write_bytes,
+            max_restored_questions: self.max_pending,
+            max_restored_bytes: self.max_pending_bytes,
         };
         let store = crate::store::SqliteStore::open_with(&dir, limits)?;
         tracing::info!(path = %crate::logged::logged(store.path().display()), "store");

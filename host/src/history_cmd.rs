@@ -4,9 +4,9 @@
 
 use crate::data_dir::DataDirArg;
 use crate::store::sqlite::{self, DATABASE_FILE};
-use crate::store::{HistoryQuery, HistoryRecord, MAX_HISTORY_PAGE};
+use crate::store::{HistoryQuery, HistoryRecord};
 use ask_user_core::SessionId;
-use ask_user_core::display::neutralise_for_terminal;
+use ask_user_core::display::{escape_json_for_terminal, neutralise_for_terminal};
 use ask_user_core::wire::Outcome;
 use clap::{Args, ValueEnum};
 use rusqlite::Connection;
@@ -70,17 +70,138 @@ pub fn run(args: &HistoryArgs) -> Result<(), String> {
         .as_deref()
         .map(|d| parse_date(&conn, d))
         .transpose()?;
-    let records = read_all(&conn, args.session.clone(), since)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let text = match args.format {
-        Format::Json => {
-            let mut json = serde_json::to_string_pretty(&records).expect("records serialise");
-            json.push('\n');
-            json
-        }
-        Format::Md => markdown(&conn, &records),
+    let query = HistoryQuery {
+        session: args.session.clone(),
+        since,
+        limit: Some(PAGE),
+        ..HistoryQuery::default()
     };
-    out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+    let mut out = std::io::BufWriter::new(out);
+    let printed = match args.format {
+        Format::Json => print_json(&conn, query, &mut out),
+        Format::Md => print_markdown(&conn, query, &mut out),
+    };
+    printed
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())
+}
+
+/// Records read and printed at a time: the history is printed page by page,
+/// each read in a short transaction, so memory does not grow with it and a
+/// slow reader of the output never holds the running host's journal.
+const PAGE: usize = 32;
+
+/// The pages of `query` in `order`, each handed to `each` as it is read.
+fn for_each_page(
+    conn: &Connection,
+    mut query: HistoryQuery,
+    order: sqlite::Order,
+    mut each: impl FnMut(Vec<HistoryRecord>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    loop {
+        let page = sqlite::history_in(conn, &query, order).map_err(std::io::Error::other)?;
+        each(page.records)?;
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The records as one JSON array, newest first, written as they are read.
+fn print_json(
+    conn: &Connection,
+    query: HistoryQuery,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    /// Serialises the pages as one sequence while reading them.
+    struct Streamed<'a> {
+        conn: &'a Connection,
+        query: HistoryQuery,
+    }
+    impl serde::Serialize for Streamed<'_> {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::{Error, SerializeSeq};
+            let mut seq = serializer.serialize_seq(None)?;
+            let mut failed = None;
+            let read = for_each_page(
+                self.conn,
+                self.query.clone(),
+                sqlite::Order::NewestFirst,
+                |records| {
+                    for record in &records {
+                        if let Err(e) = seq.serialize_element(record) {
+                            failed = Some(e);
+                            return Err(std::io::Error::other("serialising"));
+                        }
+                    }
+                    Ok(())
+                },
+            );
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            read.map_err(S::Error::custom)?;
+            seq.end()
+        }
+    }
+    let mut escaped = EscapedJson {
+        out,
+        partial: Vec::new(),
+    };
+    serde_json::to_writer_pretty(&mut escaped, &Streamed { conn, query })
+        .map_err(std::io::Error::other)?;
+    escaped.out.write_all(b"\n")
+}
+
+/// Writes JSON text with every control a terminal would act on, and every
+/// bidi or zero-width character, as a JSON escape
+/// ([`escape_json_for_terminal`]): the same JSON, printable. A character
+/// split across two writes waits until it is whole.
+struct EscapedJson<W> {
+    out: W,
+    partial: Vec<u8>,
+}
+
+impl<W: std::io::Write> std::io::Write for EscapedJson<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.partial.extend_from_slice(buf);
+        let whole = match std::str::from_utf8(&self.partial) {
+            Ok(text) => text.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            Err(e) => return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+        };
+        let text = std::str::from_utf8(&self.partial[..whole]).expect("checked above");
+        self.out
+            .write_all(escape_json_for_terminal(text).as_bytes())?;
+        self.partial.drain(..whole);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The decision log, oldest first, written as it is read.
+fn print_markdown(
+    conn: &Connection,
+    query: HistoryQuery,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    out.write_all(b"# Decision log\n")?;
+    let mut any = false;
+    for_each_page(conn, query, sqlite::Order::OldestFirst, |records| {
+        for record in &records {
+            any = true;
+            out.write_all(record_markdown(conn, record).as_bytes())?;
+        }
+        Ok(())
+    })?;
+    if !any {
+        out.write_all(b"\nNothing recorded.\n")?;
+    }
+    Ok(())
 }
 
 /// Unix ms of a UTC date or time, as SQLite reads it.
@@ -93,29 +214,6 @@ fn parse_date(conn: &Connection, date: &str) -> Result<u64, String> {
         _ => Err(format!(
             "--since {date:?}: not a date (2026-12-01, 2026-12-01 14:30 or 2026-12-01T14:30:00Z, UTC)"
         )),
-    }
-}
-
-/// Every record, newest first, page by page.
-fn read_all(
-    conn: &Connection,
-    session: Option<String>,
-    since: Option<u64>,
-) -> rusqlite::Result<Vec<HistoryRecord>> {
-    let mut records = Vec::new();
-    let mut query = HistoryQuery {
-        session,
-        since,
-        limit: Some(MAX_HISTORY_PAGE),
-        ..HistoryQuery::default()
-    };
-    loop {
-        let page = sqlite::history(conn, &query)?;
-        records.extend(page.records);
-        match page.next_before {
-            Some(before) => query.before = Some(before),
-            None => return Ok(records),
-        }
     }
 }
 
@@ -139,62 +237,70 @@ fn outcome_words(outcome: Outcome) -> &'static str {
     }
 }
 
-/// The decision log: per record (oldest first) when, where, how it ended,
-/// and each question with what was chosen or written.
+/// The decision log of `records` (newest first, as a page holds them),
+/// oldest first: per record when, where, how it ended, and each question
+/// with what was chosen or written.
 pub fn markdown(conn: &Connection, records: &[HistoryRecord]) -> String {
     let mut md = String::from("# Decision log\n");
     if records.is_empty() {
         md.push_str("\nNothing recorded.\n");
     }
     for record in records.iter().rev() {
-        let q = &record.question;
-        let _ = write!(
-            md,
-            "\n## {} · session `{}` · {}\n\nAsked {} · question `{}`\n",
-            utc(conn, record.resolved_at_ms),
-            q.session,
-            outcome_words(record.outcome),
-            utc(conn, q.created_at_ms),
-            one_line(&q.id)
-        );
-        if let Some(asked_by) = &q.asked_by {
-            let version = asked_by
-                .version
-                .as_deref()
-                .map(|v| format!(" {}", one_line(v)))
-                .unwrap_or_default();
-            let _ = writeln!(md, "\nAsked by {}{version}", one_line(&asked_by.name));
+        md.push_str(&record_markdown(conn, record));
+    }
+    md
+}
+
+/// One record of the decision log.
+fn record_markdown(conn: &Connection, record: &HistoryRecord) -> String {
+    let mut md = String::new();
+    let q = &record.question;
+    let _ = write!(
+        md,
+        "\n## {} · session `{}` · {}\n\nAsked {} · question `{}`\n",
+        utc(conn, record.resolved_at_ms),
+        one_line(&q.session),
+        outcome_words(record.outcome),
+        utc(conn, q.created_at_ms),
+        one_line(&q.id)
+    );
+    if let Some(asked_by) = &q.asked_by {
+        let version = asked_by
+            .version
+            .as_deref()
+            .map(|v| format!(" {}", one_line(v)))
+            .unwrap_or_default();
+        let _ = writeln!(md, "\nAsked by {}{version}", one_line(&asked_by.name));
+    }
+    for item in &q.request.questions {
+        let title = item.header.as_deref().unwrap_or(&item.question);
+        let _ = write!(md, "\n**{}**", one_line(title));
+        if item.header.is_some() {
+            let _ = write!(md, " — {}", one_line(&item.question));
         }
-        for item in &q.request.questions {
-            let title = item.header.as_deref().unwrap_or(&item.question);
-            let _ = write!(md, "\n**{}**", one_line(title));
-            if item.header.is_some() {
-                let _ = write!(md, " — {}", one_line(&item.question));
+        md.push('\n');
+        let answer = record
+            .answer
+            .as_ref()
+            .and_then(|a| a.answers.iter().find(|a| a.id == item.id));
+        match answer {
+            Some(answer) if answer.selected.is_empty() && answer.custom.is_none() => {
+                md.push_str("- (skipped)\n");
             }
-            md.push('\n');
-            let answer = record
-                .answer
-                .as_ref()
-                .and_then(|a| a.answers.iter().find(|a| a.id == item.id));
-            match answer {
-                Some(answer) if answer.selected.is_empty() && answer.custom.is_none() => {
-                    md.push_str("- (skipped)\n");
+            Some(answer) => {
+                for label in &answer.selected {
+                    let _ = writeln!(md, "- {}", one_line(label));
                 }
-                Some(answer) => {
-                    for label in &answer.selected {
-                        let _ = writeln!(md, "- {}", one_line(label));
-                    }
-                    if let Some(custom) = &answer.custom {
-                        let _ = writeln!(md, "- “{}”", one_line(custom));
-                    }
+                if let Some(custom) = &answer.custom {
+                    let _ = writeln!(md, "- “{}”", one_line(custom));
                 }
-                None if record.outcome == Outcome::Answered => md.push_str("- (no answer)\n"),
-                None => {}
             }
+            None if record.outcome == Outcome::Answered => md.push_str("- (no answer)\n"),
+            None => {}
         }
-        if let Some(note) = record.answer.as_ref().and_then(|a| a.note.as_deref()) {
-            let _ = writeln!(md, "\nNote: “{}”", one_line(note));
-        }
+    }
+    if let Some(note) = record.answer.as_ref().and_then(|a| a.note.as_deref()) {
+        let _ = writeln!(md, "\nNote: “{}”", one_line(note));
     }
     md
 }
@@ -212,6 +318,26 @@ mod tests {
     use super::*;
     use ask_user_core::wire::{AskedBy, QuestionRequested};
     use ask_user_core::{AnswerBatch, AskRequest};
+
+    #[test]
+    fn json_escaped_for_a_terminal_waits_for_a_character_split_across_writes() {
+        use std::io::Write as _;
+        let json = serde_json::to_string("a\u{202e}b\u{9b}é").unwrap();
+        let mut out = EscapedJson {
+            out: Vec::new(),
+            partial: Vec::new(),
+        };
+        // Byte by byte: every multi-byte character is split.
+        for byte in json.as_bytes() {
+            out.write_all(std::slice::from_ref(byte)).unwrap();
+        }
+        let printed = String::from_utf8(out.out).unwrap();
+        assert_eq!(printed, r#""a\u202eb\u009bé""#);
+        assert_eq!(
+            serde_json::from_str::<String>(&printed).unwrap(),
+            "a\u{202e}b\u{9b}é"
+        );
+    }
 
     #[test]
     fn the_decision_log_says_who_asked_and_the_persons_note() {

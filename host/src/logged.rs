@@ -87,8 +87,18 @@ fn needs_escape(c: char) -> bool {
 /// dependencies'): a newline or carriage return before the event's final
 /// newline is written as `\n` or `\r`. The formatter writes each event with
 /// one `write_all`, which is what makes an event's end known.
+///
+/// `plain` (the formatter writes no colours, so no escape sequence in a line
+/// is its own) also shows every other control a terminal would act on, and
+/// every bidi or zero-width character, as `⟨U+XXXX⟩` (core's rule for
+/// printed agent text).
 #[derive(Debug, Clone, Copy)]
-pub struct OneLinePerEvent<M>(pub M);
+pub struct OneLinePerEvent<M> {
+    /// Makes the underlying writer.
+    pub make: M,
+    /// No colours: every control is shown, not sent.
+    pub plain: bool,
+}
 
 impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::MakeWriter<'a>
     for OneLinePerEvent<M>
@@ -96,13 +106,21 @@ impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::Ma
     type Writer = OneLine<M::Writer>;
 
     fn make_writer(&'a self) -> Self::Writer {
-        OneLine(self.0.make_writer())
+        OneLine {
+            out: self.make.make_writer(),
+            plain: self.plain,
+        }
     }
 }
 
 /// See [`OneLinePerEvent`].
 #[derive(Debug)]
-pub struct OneLine<W>(pub W);
+pub struct OneLine<W> {
+    /// Where lines go.
+    pub out: W,
+    /// See [`OneLinePerEvent::plain`].
+    pub plain: bool,
+}
 
 impl<W: std::io::Write> std::io::Write for OneLine<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -111,12 +129,16 @@ impl<W: std::io::Write> std::io::Write for OneLine<W> {
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        use ask_user_core::display::{is_spoofing, is_terminal_control};
         let (body, end) = match buf.strip_suffix(b"\n") {
             Some(body) => (body, &b"\n"[..]),
             None => (buf, &b""[..]),
         };
-        if !body.iter().any(|b| matches!(b, b'\n' | b'\r')) {
-            return self.0.write_all(buf);
+        let breaks = body.iter().any(|b| matches!(b, b'\n' | b'\r'));
+        let text = self.plain.then(|| String::from_utf8_lossy(body));
+        let hidden = |c: char| is_spoofing(c) || is_terminal_control(c);
+        if !breaks && !text.as_deref().is_some_and(|t| t.contains(hidden)) {
+            return self.out.write_all(buf);
         }
         let mut line = Vec::with_capacity(buf.len() + 16);
         for &byte in body {
@@ -126,12 +148,18 @@ impl<W: std::io::Write> std::io::Write for OneLine<W> {
                 _ => line.push(byte),
             }
         }
+        if self.plain {
+            let shown =
+                ask_user_core::display::neutralise_for_terminal(&String::from_utf8_lossy(&line))
+                    .into_owned();
+            line = shown.into_bytes();
+        }
         line.extend_from_slice(end);
-        self.0.write_all(&line)
+        self.out.write_all(&line)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
+        self.out.flush()
     }
 }
 
@@ -142,12 +170,34 @@ mod tests {
     #[test]
     fn an_event_is_written_as_one_line_whatever_it_holds() {
         use std::io::Write as _;
-        let mut out = OneLine(Vec::new());
+        let mut out = OneLine {
+            out: Vec::new(),
+            plain: false,
+        };
         out.write_all(b"INFO a\nWARN forged\r\n").unwrap();
         out.write_all(b"INFO plain\n").unwrap();
+        out.write_all(b"\x1b[2mINFO\x1b[0m coloured\n").unwrap();
         assert_eq!(
-            String::from_utf8(out.0).unwrap(),
-            "INFO a\\nWARN forged\\r\nINFO plain\n"
+            String::from_utf8(out.out).unwrap(),
+            "INFO a\\nWARN forged\\r\nINFO plain\n\x1b[2mINFO\x1b[0m coloured\n"
+        );
+    }
+
+    #[test]
+    fn without_colours_no_control_of_a_line_reaches_the_terminal() {
+        use std::io::Write as _;
+        let mut out = OneLine {
+            out: Vec::new(),
+            plain: true,
+        };
+        out.write_all(
+            "WARN rmcp: \x1b]52;c;aGk=\x07 \u{9b}2J \u{202e}gpj.exe\nWARN forged\n".as_bytes(),
+        )
+        .unwrap();
+        out.write_all(b"INFO plain\n").unwrap();
+        assert_eq!(
+            String::from_utf8(out.out).unwrap(),
+            "WARN rmcp: ⟨U+001B⟩]52;c;aGk=⟨U+0007⟩ ⟨U+009B⟩2J ⟨U+202E⟩gpj.exe\\nWARN forged\nINFO plain\n"
         );
     }
 

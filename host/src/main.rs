@@ -17,22 +17,30 @@ const DEFAULT_LOG: &str = "info,rmcp=warn";
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Logs go to stderr: stdout carries only the URL line. `RUST_LOG` takes
-    // `level` and `target=level` directives; `Targets` instead of `EnvFilter`
-    // keeps the regex engine (and its pages) out of the one binary.
+    let matches = Cli::command().get_matches();
+    // Logs go to stderr: stdout carries only the URL line. Colours only for
+    // `serve` on a terminal; without them no control in a line is sent (a
+    // dependency's line may quote what a client sent; `ask-user mcp`'s stderr
+    // is a client's log of agent text). `RUST_LOG` takes `level` and
+    // `target=level` directives; `Targets` instead of `EnvFilter` keeps the
+    // regex engine (and its pages) out of the one binary.
+    let colours = matches.subcommand_name() == Some("serve")
+        && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let (filter, bad_filter) = log_filter(std::env::var("RUST_LOG").ok().as_deref());
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                .with_writer(ask_user_host::logged::OneLinePerEvent(std::io::stderr))
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())),
+                .with_writer(ask_user_host::logged::OneLinePerEvent {
+                    make: std::io::stderr,
+                    plain: !colours,
+                })
+                .with_ansi(colours),
         )
         .with(filter)
         .init();
     if let Some(problem) = bad_filter {
         tracing::warn!("RUST_LOG ignored ({problem}); logging at {DEFAULT_LOG}");
     }
-    let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     let result = match cli.command {
         Command::Serve(args) => {
@@ -55,7 +63,11 @@ async fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("ask-user: {error}");
+            // An error may quote what it was given (a path, a stored text).
+            eprintln!(
+                "ask-user: {}",
+                ask_user_core::display::neutralise_for_terminal(&error)
+            );
             ExitCode::FAILURE
         }
     }

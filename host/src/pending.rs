@@ -1093,10 +1093,32 @@ impl PendingStore for MemoryStore {
             }
             table.logs.push(&session, entry);
         }
+        // The same caps as live asks (per session, in all, in bytes), held
+        // answers first: they carry the person's work. What does not fit
+        // stays in the record as it is, for a start with room.
+        let mut beyond_caps = 0;
+        for (question, answer) in restored.held {
+            let session = question.session.clone();
+            let (key, json) = self.key_of(&question.request);
+            let bytes = entry_bytes(&json);
+            if self.full(&table, &session, bytes).is_some() {
+                beyond_caps += 1;
+                continue;
+            }
+            let seq = table.next_seq;
+            table.next_seq += 1;
+            let resolution = answer.map_or(Resolution::Cancelled, Resolution::Answered);
+            let event = SharedEvent::requested(question, json);
+            table.hold(&session, (seq, key, bytes), event, resolution, grace);
+        }
         for question in restored.pending {
             let session = question.session.clone();
             let (key, json) = self.key_of(&question.request);
             let bytes = entry_bytes(&json);
+            if self.full(&table, &session, bytes).is_some() {
+                beyond_caps += 1;
+                continue;
+            }
             let id = question.id.clone();
             let until = Instant::now() + grace;
             let waiting = Waiting::Detached { until };
@@ -1107,15 +1129,12 @@ impl PendingStore for MemoryStore {
                 table.resolve(&session, &id, Ended::Expired);
             }
         }
-        for (question, answer) in restored.held {
-            let session = question.session.clone();
-            let (key, json) = self.key_of(&question.request);
-            let bytes = entry_bytes(&json);
-            let seq = table.next_seq;
-            table.next_seq += 1;
-            let resolution = answer.map_or(Resolution::Cancelled, Resolution::Answered);
-            let event = SharedEvent::requested(question, json);
-            table.hold(&session, (seq, key, bytes), event, resolution, grace);
+        if beyond_caps > 0 {
+            tracing::warn!(
+                left = beyond_caps,
+                "kept questions beyond the pending caps (--max-pending, --max-pending-bytes, \
+                 per session) were not restored; they stay in the store for a start with room"
+            );
         }
         table.inbox.send_replace(());
         drop(table);

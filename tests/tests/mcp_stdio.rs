@@ -890,3 +890,120 @@ async fn a_client_pointed_elsewhere_uses_the_host_already_running_on_its_data_di
     assert!(!said.contains("starting `ask-user serve`"), "{said}");
     second.assert_only_json_rpc_on_stdout();
 }
+
+/// Text a terminal would act on, or that reorders what it shows: OSC 52
+/// (write the clipboard), a one-byte CSI (clear the screen), SGR 8 (hide the
+/// rest), a right-to-left override, DEL.
+const CONTROLS: &str = "\u{1b}]52;c;aGk=\u{7} \u{9b}2J \u{1b}[8m \u{202e}gpj.exe\u{7f}";
+
+/// Whether `text` holds anything [`CONTROLS`] is made of (newlines aside).
+fn holds_controls(text: &str) -> bool {
+    use ask_user_core::display::{is_spoofing, is_terminal_control};
+    text.chars()
+        .any(|c| is_spoofing(c) || is_terminal_control(c))
+}
+
+/// A stand-in host on loopback that answers every request with `status` and
+/// the JSON `body`.
+async fn stand_in_host(status: &'static str, body: Value) -> String {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = body.to_string();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The head, then as much body as it announced.
+                loop {
+                    if let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&request[..end]).to_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|n| n.trim().parse().ok())
+                            .unwrap_or(0);
+                        if request.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+/// `ask-user ask --url <url> --token t` with a one-question request.
+async fn ask_stand_in(url: &str) -> std::process::Output {
+    let mut ask = Command::new(host_binary());
+    ask.args(["ask", "--url", url, "--token", "t", "--session", "a"])
+        .env_remove("ASK_USER_TOKEN");
+    run_ask(ask).await
+}
+
+#[tokio::test]
+async fn ask_prints_an_answer_holding_controls_as_the_same_json_with_them_escaped() {
+    let answer = json!({"answers": [{"id": "db", "selected": [CONTROLS], "custom": CONTROLS}],
+        "note": CONTROLS});
+    let url = stand_in_host("200 OK", answer.clone()).await;
+    let output = ask_stand_in(&url).await;
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(!holds_controls(&stdout), "{stdout:?}");
+    let printed: Value = serde_json::from_str(&stdout).expect("exact JSON");
+    assert_eq!(printed, answer, "the same value, byte for byte");
+    assert!(
+        stdout.contains(r"\u001b]52;c;aGk=\u0007 \u009b2J"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn ask_prints_an_error_holding_controls_with_them_shown_as_markers() {
+    let error = json!({"error": {"name": "UserInteractionError", "code": "BAD_REQUEST",
+        "message": format!("options[0].label: {CONTROLS}")}});
+    let url = stand_in_host("400 Bad Request", error).await;
+    let output = ask_stand_in(&url).await;
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(!holds_controls(&stderr), "{stderr:?}");
+    assert!(
+        stderr
+            .contains("⟨U+001B⟩]52;c;aGk=⟨U+0007⟩ ⟨U+009B⟩2J ⟨U+001B⟩[8m ⟨U+202E⟩gpj.exe⟨U+007F⟩"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn what_ask_user_mcp_writes_to_stderr_shows_controls_instead_of_sending_them() {
+    let host = TestHost::start().await;
+    let dir = temp_dir("controls");
+    // A data directory whose name holds controls, which --no-open's line names.
+    let data_dir = dir.join(format!("data{CONTROLS}"));
+    std::fs::create_dir_all(&data_dir).unwrap();
+    std::fs::write(data_dir.join("token"), format!("{}\n", host.token())).unwrap();
+    let mut mcp = Mcp::start(&dir, &data_dir, &host.base, &["--session", "c"], None);
+    mcp.initialize("controls-client").await;
+    mcp.start_call(2, &request("Controls?")).await;
+    pending_one(&host, "c").await;
+    mcp.says("not opening the page (--no-open)").await;
+    let stderr = mcp.stderr();
+    assert!(!holds_controls(&stderr), "{stderr:?}");
+    assert!(
+        stderr.contains("data⟨U+001B⟩]52;c;aGk=⟨U+0007⟩ ⟨U+009B⟩2J"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

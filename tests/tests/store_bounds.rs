@@ -277,9 +277,14 @@ fn peak_rss_kib(pid: u32) -> u64 {
 /// Writes `records` resolved questions of about 232 KB to each of `sessions`
 /// in the store of `dir` (as a flood would have left them).
 async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
-    use ask_user_host::store::{SqliteStore, Store, Write};
+    use ask_user_host::store::{SqliteStore, Store, StoreLimits, Write};
     std::fs::create_dir_all(dir.data()).unwrap();
-    let store = SqliteStore::open(&dir.data()).unwrap();
+    // As fast as it can: no session's allowance refuses a row.
+    let limits = StoreLimits {
+        session_bytes_per_minute: u64::MAX,
+        ..StoreLimits::default()
+    };
+    let store = SqliteStore::open_with(&dir.data(), limits).unwrap();
     let now = ask_user_host::store::now_ms();
     for session in sessions {
         for n in 0..records {
@@ -291,16 +296,16 @@ async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
                 created_at_ms: now - 1000 + n as u64,
                 asked_by: None,
             };
-            let _ = store.submit(Write::Asked(question));
+            let asked = store.submit(Write::Asked(question));
             let ended = Write::Ended {
                 id,
                 outcome: ask_user_core::wire::Outcome::Timeout,
                 at_ms: now - 1000 + n as u64,
             };
-            let _ = store.submit(ended);
+            let ended = store.submit(ended);
+            assert!(asked.kept().await.unwrap() && ended.kept().await.unwrap());
         }
     }
-    store.flush().kept().await.unwrap();
 }
 
 #[tokio::test]
@@ -351,4 +356,413 @@ async fn history_refuses_since_and_before_beyond_i64_instead_of_wrapping_them() 
     }
     let (status, _) = host.get("/api/history?since=9223372036854775807").await;
     assert_eq!(status, StatusCode::OK, "i64::MAX itself is an instant");
+}
+
+/// A one-question request with two options, told apart by `n`.
+fn small_request(n: usize) -> Value {
+    json!({"questions": [{"id": "q", "question": format!("Pick {n}?"),
+        "options": [{"label": "A"}, {"label": "B"}]}]})
+}
+
+/// The JSON of a kept question as the host writes it.
+fn question_json(id: &str, session: &str, request: &Value) -> String {
+    json!({"id": id, "session": session, "request": request,
+        "created_at_ms": ask_user_host::store::now_ms()})
+    .to_string()
+}
+
+/// The store's file in `dir`, opened as another program would.
+fn database(dir: &TempDir) -> rusqlite::Connection {
+    rusqlite::Connection::open(dir.data().join(ask_user_host::store::DATABASE_FILE)).unwrap()
+}
+
+/// Creates the store of `dir` (empty, as a host leaves it).
+fn create_store(dir: &TempDir) {
+    std::fs::create_dir_all(dir.data()).unwrap();
+    drop(ask_user_host::store::SqliteStore::open(&dir.data()).unwrap());
+}
+
+/// Puts a question in the store's file as it is, bypassing every check:
+/// pending, or resolved with `outcome` (and `answer`) and `delivery`.
+fn craft_row(
+    conn: &rusqlite::Connection,
+    (id, session): (&str, &str),
+    question: &str,
+    resolved: Option<(&str, Option<&Value>, i64)>,
+) {
+    let now = ask_user_host::store::now_ms() as i64;
+    let (outcome, answer, delivery) = match resolved {
+        Some((outcome, answer, delivery)) => {
+            (Some(outcome), answer.map(Value::to_string), delivery)
+        }
+        None => (None, None, 0),
+    };
+    conn.execute(
+        "INSERT INTO questions (id, session, question, created_ms, outcome, answer, resolved_ms, \
+         delivery) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        rusqlite::params![
+            id,
+            session,
+            question,
+            now,
+            outcome,
+            answer,
+            outcome.map(|_| now),
+            delivery
+        ],
+    )
+    .unwrap();
+}
+
+/// The pending ids of `session`, oldest first.
+async fn pending_ids(host: &Host, session: &str) -> Vec<String> {
+    let (status, list) = host
+        .get(&format!("/api/sessions/{session}/questions"))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    list["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn kept_rows_a_live_ask_could_not_have_left_are_refused_logged_escaped_and_ended_not_restored()
+ {
+    let dir = TempDir::new("store-restore-rules");
+    create_store(&dir);
+    let conn = database(&dir);
+    let good = question_json("q_good", "good", &small_request(0));
+    craft_row(&conn, ("q_good", "good"), &good, None);
+    let escaping = question_json("q_dotdot", "../../etc", &small_request(1));
+    craft_row(&conn, ("q_dotdot", "../../etc"), &escaping, None);
+    let options: Vec<Value> = (0..5_000)
+        .map(|n| json!({"label": format!("o{n}")}))
+        .collect();
+    let huge = json!({"questions": [{"id": "q", "question": "Pick?", "options": options}]});
+    let huge_json = question_json("q_options", "options", &huge);
+    craft_row(&conn, ("q_options", "options"), &huge_json, None);
+    // Resolved too: its transcript must not bring it back either.
+    let huge_done = question_json("q_options_done", "options", &huge);
+    craft_row(
+        &conn,
+        ("q_options_done", "options"),
+        &huge_done,
+        Some(("timeout", None, 1)),
+    );
+    let forging = "x\n2026-12-06T10:00:00Z WARN token=leaked \u{1b}]52;c;aGk=\u{7}";
+    let forged = question_json("q_forged", forging, &small_request(2));
+    craft_row(&conn, ("q_forged", forging), &forged, None);
+    // A held answer to a question whose session is not a session id.
+    let held = question_json("q_held_bad", "../held", &small_request(3));
+    let answer = json!({"answers": [{"id": "q", "selected": ["A"]}]});
+    craft_row(
+        &conn,
+        ("q_held_bad", "../held"),
+        &held,
+        Some(("answered", Some(&answer), 0)),
+    );
+    drop(conn);
+
+    let mut host = Host::start(&dir, &[]);
+    assert_eq!(pending_ids(&host, "good").await, ["q_good"]);
+    assert!(pending_ids(&host, "options").await.is_empty());
+    let (_, transcript) = host.get("/api/sessions/options/transcript").await;
+    assert_eq!(transcript["entries"], json!([]), "{transcript}");
+    let (_, sessions) = host.get("/api/sessions").await;
+    let listed: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["good"], "{sessions}");
+
+    let stderr = host.process.stderr();
+    let refusals: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("refused at start"))
+        .collect();
+    for id in ["q_dotdot", "q_options", "q_forged", "q_held_bad"] {
+        assert!(
+            refusals.iter().any(|l| l.contains(id)),
+            "{id} is named in the log: {stderr}"
+        );
+    }
+    assert!(
+        refusals
+            .iter()
+            .any(|l| l.contains(r#"session "../../etc" is not a session id"#)),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "no control reaches the log: {stderr:?}"
+    );
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("2026-12-06T10:00:00Z")),
+        "no line is forged: {stderr}"
+    );
+    assert!(
+        refusals.iter().all(|l| l.chars().count() < 1_000),
+        "each refusal is bounded: {refusals:?}"
+    );
+    host.process.terminate_and_wait();
+    drop(host);
+
+    // Ended in the record, so none comes back at the next start.
+    let conn = database(&dir);
+    let ending = |id: &str| -> (Option<String>, i64) {
+        conn.query_row(
+            "SELECT outcome, delivery FROM questions WHERE id = ?1",
+            [id],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap()
+    };
+    for id in ["q_dotdot", "q_options", "q_forged"] {
+        assert_eq!(ending(id), (Some("disposed".to_owned()), 1), "{id}");
+    }
+    assert_eq!(ending("q_held_bad"), (Some("answered".to_owned()), 2));
+}
+
+#[tokio::test]
+async fn restored_questions_count_against_the_live_caps_held_answers_first_and_the_rest_wait_in_the_store()
+ {
+    let dir = TempDir::new("store-restore-caps");
+    create_store(&dir);
+    let conn = database(&dir);
+    let answer = json!({"answers": [{"id": "q", "selected": ["B"]}]});
+    for n in 0..5 {
+        let id = format!("q_p{n}");
+        craft_row(
+            &conn,
+            (&id, "caps"),
+            &question_json(&id, "caps", &small_request(n)),
+            None,
+        );
+    }
+    // Kept last, restored first: it carries the person's answer.
+    craft_row(
+        &conn,
+        ("q_held", "caps"),
+        &question_json("q_held", "caps", &small_request(9)),
+        Some(("answered", Some(&answer), 0)),
+    );
+    drop(conn);
+
+    let mut host = Host::start(&dir, &["--max-pending", "3"]);
+    assert_eq!(pending_ids(&host, "caps").await, ["q_p0", "q_p1"]);
+    let stderr = host.process.stderr();
+    assert!(
+        stderr.contains("not restored") && stderr.contains("left=3"),
+        "what was left out is logged: {stderr}"
+    );
+    // The held answer came back: the same ask collects it at once.
+    let response = host
+        .post("/api/sessions/caps/ask", &small_request(9))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["answers"][0]["selected"], json!(["B"]), "{body}");
+    host.process.terminate_and_wait();
+    drop(host);
+
+    // The byte cap too: a start that may hold no request restores none and
+    // ends none.
+    let mut host = Host::start(&dir, &["--max-pending-bytes", "1"]);
+    assert!(pending_ids(&host, "caps").await.is_empty());
+    let stderr = host.process.stderr();
+    assert!(stderr.contains("not restored"), "{stderr}");
+    host.process.terminate_and_wait();
+    drop(host);
+
+    // What was beyond the caps was not lost: a start with room restores it
+    // (the two restored first were disposed at shutdown, as every pending
+    // question is).
+    let host = Host::start(&dir, &[]);
+    assert_eq!(pending_ids(&host, "caps").await, ["q_p2", "q_p3", "q_p4"]);
+}
+
+/// Every record of `GET /api/history?<query>` page by page: the ids, each
+/// page checked to hold at most `limit`.
+async fn history_ids(host: &Host, query: &str, limit: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let (status, page) = host
+            .get(&format!("/api/history?{query}&limit={limit}{cursor}"))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let records = page["records"].as_array().unwrap();
+        assert!(records.len() <= limit, "{} records", records.len());
+        ids.extend(
+            records
+                .iter()
+                .map(|r| r["question"]["id"].as_str().unwrap().to_owned()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn history_pages_hold_at_most_limit_records_and_page_through_one_millisecond_by_a_cursor() {
+    let dir = TempDir::new("store-history-cursor");
+    create_store(&dir);
+    let conn = database(&dir);
+    // 25 records resolved in one millisecond, one just before, one just after.
+    // An hour ago: within --keep-days.
+    let at = ask_user_host::store::now_ms() as i64 - 3_600_000;
+    for n in 0..27 {
+        let id = format!("q_{n:02}");
+        let question = question_json(&id, "ms", &small_request(n));
+        craft_row(&conn, (&id, "ms"), &question, Some(("timeout", None, 1)));
+        let resolved = match n {
+            0 => at - 1,
+            26 => at + 1,
+            _ => at,
+        };
+        conn.execute(
+            "UPDATE questions SET resolved_ms = ?1 WHERE id = ?2",
+            rusqlite::params![resolved, id],
+        )
+        .unwrap();
+    }
+    drop(conn);
+    let host = Host::start(&dir, &[]);
+
+    let ids = history_ids(&host, "session=ms", 4).await;
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((ids.len(), unique.len()), (27, 27), "{ids:?}");
+    assert_eq!(
+        (ids.first().unwrap().as_str(), ids.last().unwrap().as_str()),
+        ("q_26", "q_00"),
+        "newest first"
+    );
+    // since (inclusive) and before (exclusive) still bound the pages.
+    let within = history_ids(&host, &format!("since={at}&before={}", at + 1), 10).await;
+    assert_eq!(within.len(), 25, "{within:?}");
+    assert!(!within.contains(&"q_00".to_owned()) && !within.contains(&"q_26".to_owned()));
+
+    let (status, body) = host.get("/api/history?cursor=yesterday").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cursor"),
+        "{body}"
+    );
+}
+
+/// Runs `ask-user history --data-dir <dir> <args…>` and reads its first
+/// `head` bytes: its peak memory then (it cannot have finished: the rest of
+/// its output waits in the pipe), and then all of its output.
+fn history_head_then_all(dir: &TempDir, args: &[&str], head: usize) -> (u64, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .arg("history")
+        .arg("--data-dir")
+        .arg(dir.data())
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut output = vec![0; head];
+    stdout.read_exact(&mut output).unwrap();
+    let peak = peak_rss_kib(child.id());
+    stdout.read_to_end(&mut output).unwrap();
+    assert!(child.wait().unwrap().success());
+    (peak, String::from_utf8(output).unwrap())
+}
+
+/// `ask-user history --data-dir <dir> <args…>`'s output.
+fn history_cli_output(dir: &TempDir, args: &[&str]) -> String {
+    let output = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .arg("history")
+        .arg("--data-dir")
+        .arg(dir.data())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn ask_user_history_prints_as_it_reads_so_its_memory_stays_at_a_page_however_long_the_record()
+{
+    let dir = TempDir::new("store-history-stream");
+    // 300 records of 232 KB: 70 MB, many pages.
+    let records = 300;
+    craft_store(&dir, &["long"], records).await;
+    let asked = |record: &Value| record["question"]["request"]["questions"][0]["question"].clone();
+
+    let (peak, json) = history_head_then_all(&dir, &["--format", "json"], 1 << 20);
+    // Reading the whole record before printing peaks at about 300 MiB.
+    assert!(
+        peak < 64 * 1024,
+        "ask-user history peaked at {peak} KiB before printing its first MiB"
+    );
+    let json: Value = serde_json::from_str(&json).expect("exact JSON");
+    let json = json.as_array().unwrap();
+    assert_eq!(json.len(), records);
+    assert_eq!(asked(&json[0]), format!("Ask {}?", records - 1));
+    assert_eq!(asked(&json[records - 1]), "Ask 0?");
+
+    // The decision log (no details, so too short to wait in the pipe) reads
+    // the same pages, oldest first.
+    let md = history_cli_output(&dir, &["--format", "md"]);
+    let headings = md.lines().filter(|l| l.starts_with("## ")).count();
+    assert_eq!(headings, records, "{}", &md[..2000]);
+    let first = md.find("**Ask 0?**").expect("the oldest");
+    let last = md
+        .find(&format!("**Ask {}?**", records - 1))
+        .expect("the newest");
+    assert!(first < last, "oldest first");
+}
+
+#[tokio::test]
+async fn ask_user_history_shows_controls_in_agent_text_in_both_formats_and_json_stays_the_same_value()
+ {
+    let dir = TempDir::new("store-history-controls");
+    create_store(&dir);
+    let controls = "\u{1b}]52;c;aGk=\u{7} \u{9b}2J \u{1b}[8m \u{202e}gpj.exe\u{7f}";
+    let request = json!({"questions": [{"id": "q", "question": format!("Deploy {controls}?"),
+        "options": [{"label": format!("Yes {controls}")}, {"label": "No"}]}]});
+    let answer = json!({"answers": [{"id": "q", "selected": [format!("Yes {controls}")],
+        "custom": controls}], "note": controls});
+    let conn = database(&dir);
+    craft_row(
+        &conn,
+        ("q_controls", "c"),
+        &question_json("q_controls", "c", &request),
+        Some(("answered", Some(&answer), 1)),
+    );
+    drop(conn);
+    let holds_controls = |text: &str| {
+        text.chars().any(|c| {
+            ask_user_core::display::is_spoofing(c) || ask_user_core::display::is_terminal_control(c)
+        })
+    };
+    let json = history_cli_output(&dir, &["--format", "json"]);
+    assert!(!holds_controls(&json), "{json:?}");
+    let records: Value = serde_json::from_str(&json).expect("exact JSON");
+    assert_eq!(records[0]["answer"], answer, "the same value");
+    assert_eq!(records[0]["question"]["request"], request);
+    let md = history_cli_output(&dir, &["--format", "md"]);
+    assert!(!holds_controls(&md), "{md:?}");
+    assert!(md.contains("⟨U+001B⟩]52;c;aGk=⟨U+0007⟩"), "{md}");
 }

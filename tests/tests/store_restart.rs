@@ -643,8 +643,8 @@ async fn history_pages_newest_first_and_the_cli_prints_json_a_decision_log_and_c
                 .map(|r| r["question"]["id"].as_str().unwrap().to_owned()),
         );
         assert!(records.iter().all(|r| r["outcome"] == "answered"));
-        match page["next_before"].as_u64() {
-            Some(before) => path = format!("/api/history?limit=2&before={before}"),
+        match page["next_cursor"].as_str() {
+            Some(cursor) => path = format!("/api/history?limit=2&cursor={cursor}"),
             None => break,
         }
     }

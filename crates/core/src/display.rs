@@ -46,6 +46,32 @@ pub fn neutralise_for_terminal(text: &str) -> Cow<'_, str> {
     replace(text, |c| is_spoofing(c) || is_terminal_control(c))
 }
 
+/// JSON text with every character [`neutralise_for_terminal`] would mark
+/// written as a JSON escape (`\u001b`, `\u202e`) instead: the same JSON
+/// value, byte for byte once parsed, that a terminal shows rather than acts
+/// on. For JSON a command prints (serde_json already escapes C0 controls in
+/// strings, but not DEL, C1 controls or bidi controls). Such characters occur
+/// only inside strings in valid JSON, where the escape means the character
+/// itself; newline and tab stay (JSON's own whitespace).
+pub fn escape_json_for_terminal(json: &str) -> Cow<'_, str> {
+    let hidden = |c: char| is_spoofing(c) || is_terminal_control(c);
+    let Some(first) = json.find(hidden) else {
+        return Cow::Borrowed(json);
+    };
+    let mut shown = String::with_capacity(json.len() + 16);
+    shown.push_str(&json[..first]);
+    for c in json[first..].chars() {
+        if hidden(c) {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                shown.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
 /// [`neutralise`] of an owned string, without a copy when nothing changes.
 pub fn neutralised(text: String) -> String {
     match neutralise(&text) {

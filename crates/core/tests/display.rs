@@ -8,7 +8,7 @@ mod questionnaire_support;
 use ask_user_core::AskRequest;
 use ask_user_core::attention::{arrivals, document_title};
 use ask_user_core::display::{
-    is_spoofing, is_terminal_control, neutralise, neutralise_for_terminal,
+    escape_json_for_terminal, is_spoofing, is_terminal_control, neutralise, neutralise_for_terminal,
 };
 use ask_user_core::questionnaire::*;
 use ask_user_core::transcript::{RecordAnswer, record_view};
@@ -25,6 +25,19 @@ fn spoofing_chars() -> Vec<char> {
     chars.extend('\u{200B}'..='\u{200F}');
     chars.extend(['\u{2060}', '\u{FEFF}']);
     chars
+}
+
+#[test]
+fn json_for_a_terminal_writes_c1_del_and_bidi_controls_as_json_escapes() {
+    let json = serde_json::to_string(&json!(["\u{9b}31m\u{202e}SQLite\u{7f}", "plain"])).unwrap();
+    assert_eq!(
+        escape_json_for_terminal(&json),
+        r#"["\u009b31m\u202eSQLite\u007f","plain"]"#
+    );
+    assert!(matches!(
+        escape_json_for_terminal(r#"{"a": "b\n"}"#),
+        Cow::Borrowed(_)
+    ));
 }
 
 #[test]
@@ -191,6 +204,22 @@ fn a_transcript_record_shows_the_markers_in_every_text() {
 }
 
 proptest! {
+    #[test]
+    fn json_escaped_for_a_terminal_holds_no_control_and_parses_to_the_same_value(
+        text in "[a-z \\u{200B}-\\u{200F}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{2060}\\u{FEFF}\\u{1b}\\u{7}\\u{7f}\\n\\u{80}-\\u{9f}é语😀\"\\\\]{0,40}"
+    ) {
+        let value = json!({"selected": [text.clone()], "custom": text});
+        for json in [value.to_string(), serde_json::to_string_pretty(&value).unwrap()] {
+            let shown = escape_json_for_terminal(&json);
+            prop_assert!(
+                !shown.chars().any(|c| is_spoofing(c) || is_terminal_control(c)),
+                "{:?}", shown
+            );
+            let parsed: serde_json::Value = serde_json::from_str(&shown).unwrap();
+            prop_assert_eq!(&parsed, &value);
+        }
+    }
+
     #[test]
     fn the_output_never_holds_a_spoofing_character_and_loses_no_other(
         text in "[a-z \\u{200B}-\\u{200F}\\u{202A}-\\u{202E}\\u{2066}-\\u{2069}\\u{2060}\\u{FEFF}\\u{1b}\\u{7}\\n\\u{9b}é语]{0,40}"

@@ -62,7 +62,7 @@ pub async fn ensure_host(base: &Url, data_dir: &Path) -> Result<(), String> {
         return Ok(());
     }
     let log = data_dir.join(LOG_FILE_NAME);
-    eprintln!(
+    say!(
         "ask-user mcp: no host answers at {base}; starting `ask-user serve` (log: {})",
         log.display()
     );

@@ -12,7 +12,16 @@
 //! stdout carries only MCP frames; every diagnostic goes to stderr. The
 //! process exits when stdin closes; a call still waiting then detaches (the
 //! host keeps its question for the detach grace), as with any dropped
-//! connection: the host is not this process's to take down.
+//! connection: the host is not this process's to take down. What it writes
+//! to stderr may quote the agent's, the client's or the host's text, so
+//! controls a terminal would act on are shown as `⟨U+XXXX⟩` ([`say`]).
+
+/// `eprintln!` with controls shown, not sent (see [`say`]).
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::mcp_stdio::say(format_args!($($arg)*))
+    };
+}
 
 pub mod autostart;
 pub mod bridge;
@@ -155,12 +164,21 @@ impl McpArgs {
     }
 }
 
+/// Writes `line` to stderr (what an MCP client keeps as the server's log, or
+/// a terminal) with every control a terminal would act on, and every bidi or
+/// zero-width character, shown as `⟨U+XXXX⟩`: core's one rule for printed
+/// agent text.
+pub fn say(line: std::fmt::Arguments<'_>) {
+    let line = line.to_string();
+    eprintln!("{}", ask_user_core::display::neutralise_for_terminal(&line));
+}
+
 /// Runs `ask-user mcp` until stdin closes.
 pub async fn run(args: McpArgs) -> ExitCode {
     let target = match args.target() {
         Ok(target) => target,
         Err(error) => {
-            eprintln!("ask-user mcp: {error}");
+            say!("ask-user mcp: {error}");
             return ExitCode::from(2);
         }
     };
@@ -185,12 +203,12 @@ pub async fn run(args: McpArgs) -> ExitCode {
                 0
             }
             Err(error) => {
-                eprintln!("ask-user mcp: {error}");
+                say!("ask-user mcp: {error}");
                 1
             }
         },
         Err(error) => {
-            eprintln!("ask-user mcp: the MCP handshake on stdio failed: {error}");
+            say!("ask-user mcp: the MCP handshake on stdio failed: {error}");
             1
         }
     };

@@ -56,7 +56,7 @@ impl Opener {
     pub async fn question_arrived(&self, target: &Target) {
         let Some(program) = &self.program else {
             if !self.said_no.swap(true, Ordering::Relaxed) {
-                eprintln!(
+                say!(
                     "ask-user mcp: not opening the page (--no-open); open {}?token= with the token in {}",
                     target.base,
                     crate::token_file::token_path(&target.data_dir).display()
@@ -67,7 +67,7 @@ impl Opener {
         let token = match target.token() {
             Ok(token) => token,
             Err(error) => {
-                eprintln!("ask-user mcp: cannot open the page: {error}");
+                say!("ask-user mcp: cannot open the page: {error}");
                 return;
             }
         };
@@ -76,13 +76,11 @@ impl Opener {
                 open: true, run, ..
             }) => run,
             Ok(PageOpener { .. }) => {
-                eprintln!(
-                    "ask-user mcp: a question arrived; not opening the page: a page is connected"
-                );
+                say!("ask-user mcp: a question arrived; not opening the page: a page is connected");
                 return;
             }
             Err(error) => {
-                eprintln!(
+                say!(
                     "ask-user mcp: cannot ask the host whether a page is open: {}",
                     crate::logged::logged(&error)
                 );
@@ -93,17 +91,17 @@ impl Opener {
         let file = match write_redirect_once(&target.data_dir, &run, &landing) {
             Ok(Some(file)) => file,
             Ok(None) => {
-                eprintln!(
+                say!(
                     "ask-user mcp: a question arrived; not opening the page: it was opened once for this host already"
                 );
                 return;
             }
             Err(error) => {
-                eprintln!("ask-user mcp: cannot open the page: {error}");
+                say!("ask-user mcp: cannot open the page: {error}");
                 return;
             }
         };
-        eprintln!(
+        say!(
             "ask-user mcp: a question arrived and no page is open; opening {} in the browser",
             target.base
         );
@@ -111,7 +109,7 @@ impl Opener {
         match command.spawn() {
             // Reaped in the background; its exit status says nothing useful.
             Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
-            Err(e) => eprintln!(
+            Err(e) => say!(
                 "ask-user mcp: could not run {} ({e}); open {} yourself",
                 program.to_string_lossy(),
                 target.base

@@ -58,6 +58,11 @@ pub struct StoreLimits {
     /// The most bytes of questions and messages one session may write per
     /// minute (`--max-session-write-bytes`).
     pub session_bytes_per_minute: u64,
+    /// The most pending questions and held answers read back at start (the
+    /// pending table's `--max-pending`: it holds no more).
+    pub max_restored_questions: usize,
+    /// The most bytes of them read back at start (`--max-pending-bytes`).
+    pub max_restored_bytes: usize,
 }
 
 impl Default for StoreLimits {
@@ -65,6 +70,8 @@ impl Default for StoreLimits {
         Self {
             max_bytes: DEFAULT_MAX_STORE_BYTES,
             session_bytes_per_minute: DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
+            max_restored_questions: crate::state::DEFAULT_MAX_PENDING,
+            max_restored_bytes: crate::pending::DEFAULT_MAX_PENDING_BYTES,
         }
     }
 }
@@ -237,14 +244,16 @@ pub struct HistoryMessage {
 pub struct HistoryQuery {
     /// Only this session.
     pub session: Option<String>,
-    /// Only records resolved before this instant (Unix ms, exclusive): the
-    /// previous page's `next_before`.
+    /// Only records resolved before this instant (Unix ms, exclusive).
     pub before: Option<u64>,
     /// Only records resolved at or after this instant (Unix ms).
     pub since: Option<u64>,
     /// At most this many records ([`DEFAULT_HISTORY_PAGE`], at most
     /// [`MAX_HISTORY_PAGE`]).
     pub limit: Option<usize>,
+    /// Only records after this one in the page's order: the previous page's
+    /// `next_cursor`.
+    pub cursor: Option<HistoryCursor>,
 }
 
 impl HistoryQuery {
@@ -256,14 +265,52 @@ impl HistoryQuery {
     }
 }
 
+/// Where a history page ended: its last record's resolution time and row,
+/// unique however many records were resolved in one millisecond. Written
+/// `MS.ROW`; clients pass it back as they got it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct HistoryCursor {
+    /// When the record was resolved (Unix ms).
+    pub resolved_ms: i64,
+    /// Its row in the record.
+    pub row: i64,
+}
+
+impl TryFrom<String> for HistoryCursor {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        let parsed = text.split_once('.').and_then(|(ms, row)| {
+            Some(HistoryCursor {
+                resolved_ms: ms.parse().ok().filter(|ms: &i64| *ms >= 0)?,
+                row: row.parse().ok().filter(|row: &i64| *row >= 0)?,
+            })
+        });
+        parsed.ok_or_else(|| {
+            format!(
+                "cursor {} is not a history cursor; pass a page's next_cursor as it is",
+                ask_user_core::error::quoted(&text)
+            )
+        })
+    }
+}
+
+impl From<HistoryCursor> for String {
+    fn from(cursor: HistoryCursor) -> Self {
+        format!("{}.{}", cursor.resolved_ms, cursor.row)
+    }
+}
+
 /// A page of history, newest first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HistoryPage {
     /// Resolved questions, newest first.
     pub records: Vec<HistoryRecord>,
-    /// Pass as `before` for the next (older) page; absent on the last page.
+    /// Pass as `cursor` (with the same other parameters) for the next, older
+    /// page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_before: Option<u64>,
+    pub next_cursor: Option<HistoryCursor>,
 }
 
 /// The host's durable record.

@@ -3,8 +3,8 @@
 //! prepared (cached) statements; history reads use their own connection.
 
 use super::{
-    FAILURE_LOG_INTERVAL, Health, HistoryPage, HistoryQuery, HistoryRecord, Restored, Store,
-    StoreError, StoreLimits, Ticket, Write,
+    FAILURE_LOG_INTERVAL, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord,
+    Restored, Store, StoreError, StoreLimits, Ticket, Write,
 };
 use crate::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
@@ -212,7 +212,15 @@ impl SqliteStore {
         } else {
             None
         };
-        let restored = load(&conn).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (restored, report) =
+            load(&conn, &limits).map_err(|e| format!("{}: {e}", path.display()))?;
+        report.log();
+        if writable {
+            // Before anything else is written, so the record never restores them again.
+            report
+                .end_refused(&mut conn)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+        }
         let reader = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_ONLY
@@ -438,35 +446,212 @@ fn parse_outcome(name: &str) -> Option<Outcome> {
     })
 }
 
-fn load(conn: &Connection) -> rusqlite::Result<Restored> {
-    let mut restored = Restored::default();
-    let mut statement = conn.prepare(
-        "SELECT id, question, outcome, answer FROM questions WHERE delivery = 0 ORDER BY seq",
+/// The largest kept question read back at start: a live ask's body is at
+/// most 256 KiB, so a larger row was not written by a host.
+pub const MAX_RESTORED_QUESTION_BYTES: i64 = 1024 * 1024;
+
+/// The most refused rows named one by one in the log at start (the rest are
+/// counted).
+const MAX_NAMED_REFUSALS: usize = 5;
+
+/// The most refused rows ended per start (the rest are ended at the next).
+const MAX_REFUSALS_PER_START: usize = 100_000;
+
+/// What start-up did with the kept open rows besides restoring them.
+#[derive(Debug, Default)]
+struct RestoreReport {
+    /// The first refused rows, for the log: (id, why).
+    named: Vec<(String, String)>,
+    /// Rows that fail the rules a live ask passes, to be ended in the record
+    /// so they never come back: (row, whether it holds a resolution).
+    refused: Vec<(i64, bool)>,
+    /// Rows beyond what the pending table may hold: left in the file as they
+    /// are, for a start with room.
+    beyond_caps: usize,
+}
+
+impl RestoreReport {
+    fn refuse(&mut self, (seq, held): (i64, bool), id: &str, why: impl FnOnce() -> String) {
+        if self.named.len() < MAX_NAMED_REFUSALS {
+            self.named
+                .push((ask_user_core::error::shorten(id, 200), why()));
+        }
+        if self.refused.len() < MAX_REFUSALS_PER_START {
+            self.refused.push((seq, held));
+        }
+    }
+}
+
+/// Why a kept question may not come back: the rules a live ask passes
+/// (core's validation of the request, a session id, a host-minted id).
+fn restorable(row_session: &str, question: &QuestionRequested) -> Result<(), String> {
+    use ask_user_core::error::quoted;
+    if !ask_user_core::SessionId::is_valid(row_session) {
+        return Err(format!(
+            "session {} is not a session id",
+            quoted(row_session)
+        ));
+    }
+    if question.session != row_session {
+        return Err(format!(
+            "its question names session {}, its row {}",
+            quoted(&question.session),
+            quoted(row_session)
+        ));
+    }
+    if !ask_user_core::SessionId::is_valid(&question.id) {
+        return Err(format!("id {} is not a host's id", quoted(&question.id)));
+    }
+    if let Some(asker) = &question.asked_by {
+        let cleaned =
+            ask_user_core::wire::AskedBy::new(asker.kind, &asker.name, asker.version.as_deref());
+        if cleaned.as_ref() != Some(asker) {
+            return Err(format!("its asker {} is not clean", quoted(&asker.name)));
+        }
+    }
+    question
+        .request
+        .validate()
+        .map_err(|e| format!("its request breaks core's rules: {}", e.message))
+}
+
+/// The questions still open in the record: the held resolutions first (they
+/// carry the person's answers), then the pending questions, each oldest
+/// first. Reads at most `limits`' questions and bytes of them (what the
+/// pending table may hold; the rest stay in the file untouched), and refuses
+/// a row a live ask could not have left (see [`restorable`]).
+fn load_open(
+    conn: &Connection,
+    limits: &StoreLimits,
+    restored: &mut Restored,
+    report: &mut RestoreReport,
+) -> rusqlite::Result<()> {
+    // Ids and sessions longer than any valid one are read cut (and refused).
+    let mut listed = conn.prepare(
+        "SELECT seq, substr(id, 1, 256), substr(session, 1, 256), outcome, \
+         octet_length(question) FROM questions WHERE delivery = 0 ORDER BY outcome IS NULL, seq",
     )?;
-    let mut rows = statement.query([])?;
+    let mut texts = conn.prepare("SELECT question, answer FROM questions WHERE seq = ?1")?;
+    let mut rows = listed.query([])?;
+    let (mut count, mut bytes) = (0usize, 0usize);
     while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let question: String = row.get(1)?;
-        let outcome: Option<String> = row.get(2)?;
-        let answer: Option<String> = row.get(3)?;
-        let Ok(question) = serde_json::from_str::<QuestionRequested>(&question) else {
-            tracing::warn!(id, "a kept question no longer reads; left out");
+        let seq: i64 = row.get(0)?;
+        let id: String = row.get(1)?;
+        let session: String = row.get(2)?;
+        let outcome: Option<String> = row.get(3)?;
+        let size: i64 = row.get(4)?;
+        let row = (seq, outcome.is_some());
+        if size > MAX_RESTORED_QUESTION_BYTES {
+            report.refuse(row, &id, || {
+                format!("{size} bytes, more than {MAX_RESTORED_QUESTION_BYTES}")
+            });
             continue;
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        if count >= limits.max_restored_questions
+            || bytes.saturating_add(size) > limits.max_restored_bytes
+        {
+            report.beyond_caps += 1;
+            continue;
+        }
+        let (question, answer): (String, Option<String>) =
+            texts.query_row([seq], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        let question = match serde_json::from_str::<QuestionRequested>(&question) {
+            Ok(question) => question,
+            Err(e) => {
+                report.refuse(row, &id, || format!("it no longer reads ({e})"));
+                continue;
+            }
         };
+        if let Err(why) = restorable(&session, &question).and_then(|()| {
+            (question.id == id)
+                .then_some(())
+                .ok_or_else(|| "its question names another id".to_owned())
+        }) {
+            report.refuse(row, &id, || why);
+            continue;
+        }
         match outcome.as_deref() {
             None => restored.pending.push(question),
             Some("answered") => {
                 match answer.and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok()) {
                     Some(answer) => restored.held.push((question, Some(answer))),
-                    None => tracing::warn!(id, "a kept answer no longer reads; left out"),
+                    None => {
+                        report.refuse(row, &id, || "its answer no longer reads".to_owned());
+                        continue;
+                    }
                 }
             }
             Some("cancelled") => restored.held.push((question, None)),
-            Some(_) => {}
+            // Only an answer or a cancel is held.
+            Some(_) => continue,
+        }
+        count += 1;
+        bytes += size;
+    }
+    Ok(())
+}
+
+fn load(conn: &Connection, limits: &StoreLimits) -> rusqlite::Result<(Restored, RestoreReport)> {
+    let mut restored = Restored::default();
+    let mut report = RestoreReport::default();
+    load_open(conn, limits, &mut restored, &mut report)?;
+    restored.transcripts = load_transcripts(conn)?;
+    Ok((restored, report))
+}
+
+impl RestoreReport {
+    /// Logs what was refused and left out (values escaped and bounded).
+    fn log(&self) {
+        for (id, why) in &self.named {
+            tracing::warn!(
+                id = %crate::logged::logged(id),
+                why = %crate::logged::logged(why),
+                "a kept question was refused at start, not restored: it is ended in the record"
+            );
+        }
+        if self.refused.len() > self.named.len() {
+            tracing::warn!(
+                more = self.refused.len() - self.named.len(),
+                "more kept questions were refused at start, not restored"
+            );
+        }
+        if self.beyond_caps > 0 {
+            tracing::warn!(
+                left = self.beyond_caps,
+                "kept questions beyond --max-pending or --max-pending-bytes were not restored; \
+                 they stay in the store for a start with room"
+            );
         }
     }
-    restored.transcripts = load_transcripts(conn)?;
-    Ok(restored)
+
+    /// Ends the refused rows in the record, in one transaction: a pending
+    /// question is disposed, a held resolution never delivered, so none comes
+    /// back or holds room for ever (they stay in the history until pruned).
+    fn end_refused(&self, conn: &mut Connection) -> rusqlite::Result<()> {
+        if self.refused.is_empty() {
+            return Ok(());
+        }
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut dispose = tx.prepare(
+                "UPDATE questions SET outcome = 'disposed', answer = NULL, resolved_ms = ?2, \
+                 delivery = 1 WHERE seq = ?1 AND outcome IS NULL",
+            )?;
+            let mut never_delivered = tx.prepare(
+                "UPDATE questions SET delivery = 2 WHERE seq = ?1 AND outcome IS NOT NULL",
+            )?;
+            let now = super::now_ms() as i64;
+            for &(seq, held) in &self.refused {
+                if held {
+                    never_delivered.execute([seq])?;
+                } else {
+                    dispose.execute([seq, now])?;
+                }
+            }
+        }
+        tx.commit()
+    }
 }
 
 /// The most bytes of transcripts read back at start, in all sessions (the
@@ -486,10 +671,18 @@ fn recent_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
             WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL GROUP BY session
             UNION ALL
             SELECT session, max(at_ms) FROM messages GROUP BY session
-        ) GROUP BY session ORDER BY max(at) DESC LIMIT ?1",
+        ) WHERE length(session) BETWEEN 1 AND 64 AND session NOT GLOB '*[^A-Za-z0-9_-]*'
+        GROUP BY session ORDER BY max(at) DESC LIMIT ?1",
     )?;
     let limit = i64::try_from(MAX_LOGGED_SESSIONS).unwrap_or(i64::MAX);
-    statement.query_map([limit], |row| row.get(0))?.collect()
+    let sessions: Vec<String> = statement
+        .query_map([limit], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    // The query's pattern is the session id rule; core's check is the rule.
+    Ok(sessions
+        .into_iter()
+        .filter(|session| ask_user_core::SessionId::is_valid(session))
+        .collect())
 }
 
 /// Each recently active session's most recent messages and resolved
@@ -566,7 +759,10 @@ fn transcript_entry(
             "user" => Role::User,
             "agent" => Role::Agent,
             _ => {
-                tracing::warn!(id, "a kept message's role no longer reads; left out");
+                tracing::warn!(
+                    id = %crate::logged::logged(&id),
+                    "a kept message's role no longer reads; left out"
+                );
                 return Ok(None);
             }
         };
@@ -584,9 +780,17 @@ fn transcript_entry(
             serde_json::from_str::<QuestionRequested>(&question),
             parse_outcome(&outcome),
         ) else {
-            tracing::warn!(id, "a kept question no longer reads; left out");
+            tracing::warn!(id = %crate::logged::logged(&id), "a kept question no longer reads; left out");
             return Ok(None);
         };
+        if let Err(e) = question.request.validate() {
+            tracing::warn!(
+                id = %crate::logged::logged(&id),
+                why = %crate::logged::logged(&e.message),
+                "a kept question breaks core's rules; left out of its transcript"
+            );
+            return Ok(None);
+        }
         let answer = answer
             .filter(|_| outcome == Outcome::Answered)
             .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
@@ -1037,73 +1241,104 @@ impl Store for SqliteStore {
     }
 }
 
-/// A page of resolved questions from `conn`, newest first. A page never ends
-/// between two records resolved in the same millisecond, so `next_before`
-/// (exclusive) loses none of them.
+/// Which way a history read goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Newest first (`GET /api/history`, `ask-user history --format json`).
+    NewestFirst,
+    /// Oldest first (the decision log).
+    OldestFirst,
+}
+
+/// A page of resolved questions from `conn`, newest first: at most the
+/// query's `limit`, and the cursor after its last one when more follow.
 pub fn history(conn: &Connection, query: &HistoryQuery) -> rusqlite::Result<HistoryPage> {
+    history_in(conn, query, Order::NewestFirst)
+}
+
+/// [`history`] in `order`; the page's `next_cursor` continues in that order.
+/// Records are ordered by when they were resolved, then by row, so a cursor
+/// is unique however many share a millisecond.
+pub fn history_in(
+    conn: &Connection,
+    query: &HistoryQuery,
+    order: Order,
+) -> rusqlite::Result<HistoryPage> {
     let limit = query.page_size();
-    let select = "SELECT question, outcome, answer, resolved_ms FROM questions \
-         WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
-         AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
-         ORDER BY resolved_ms DESC, seq DESC LIMIT ?4";
+    let select = match order {
+        Order::NewestFirst => {
+            "SELECT seq, question, outcome, answer, resolved_ms FROM questions \
+             WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
+             AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
+             AND (?4 IS NULL OR resolved_ms < ?4 OR (resolved_ms = ?4 AND seq < ?5)) \
+             ORDER BY resolved_ms DESC, seq DESC LIMIT ?6"
+        }
+        Order::OldestFirst => {
+            "SELECT seq, question, outcome, answer, resolved_ms FROM questions \
+             WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
+             AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
+             AND (?4 IS NULL OR resolved_ms > ?4 OR (resolved_ms = ?4 AND seq > ?5)) \
+             ORDER BY resolved_ms, seq LIMIT ?6"
+        }
+    };
     let before = query.before.map(|ms| ms as i64);
     let since = query.since.map(|ms| ms as i64);
+    let cursor = query.cursor.map(|c| c.resolved_ms);
+    let row = query.cursor.map(|c| c.row);
     let mut statement = conn.prepare_cached(select)?;
-    let mut records = read_records(
-        &mut statement,
-        params![query.session, before, since, (limit + 1) as i64],
-    )?;
-    if records.len() <= limit {
-        return Ok(HistoryPage {
-            records,
-            next_before: None,
-        });
+    let mut rows = statement.query(params![
+        query.session,
+        before,
+        since,
+        cursor,
+        row,
+        (limit + 1) as i64
+    ])?;
+    let mut records = Vec::with_capacity(limit.min(64));
+    let (mut read, mut last, mut more) = (0, None, false);
+    while let Some(row) = rows.next()? {
+        if read == limit {
+            more = true;
+            break;
+        }
+        read += 1;
+        let (at, record) = history_record(row)?;
+        last = Some(at);
+        records.extend(record);
     }
-    let boundary = records[limit].resolved_at_ms;
-    records.truncate(limit);
-    while records.last().is_some_and(|r| r.resolved_at_ms == boundary) {
-        records.pop();
-    }
-    if records.is_empty() {
-        // More than a page resolved in one millisecond: that millisecond whole.
-        let at = (boundary + 1) as i64;
-        records = read_records(
-            &mut statement,
-            params![query.session, at, boundary as i64, i64::MAX],
-        )?;
-    }
-    let next_before = records.last().map(|r| r.resolved_at_ms);
     Ok(HistoryPage {
         records,
-        next_before,
+        next_cursor: last.filter(|_| more),
     })
 }
 
-fn read_records(
-    statement: &mut rusqlite::CachedStatement<'_>,
-    params: impl rusqlite::Params,
-) -> rusqlite::Result<Vec<HistoryRecord>> {
-    let mut records = Vec::new();
-    let mut rows = statement.query(params)?;
-    while let Some(row) = rows.next()? {
-        let question: String = row.get(0)?;
-        let outcome: String = row.get(1)?;
-        let answer: Option<String> = row.get(2)?;
-        let resolved: i64 = row.get(3)?;
-        let (Ok(question), Some(outcome)) = (
-            serde_json::from_str::<QuestionRequested>(&question),
-            parse_outcome(&outcome),
-        ) else {
-            continue;
-        };
-        records.push(HistoryRecord {
-            question,
-            outcome,
-            answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
-            resolved_at_ms: resolved.max(0) as u64,
-        });
-    }
-    Ok(records)
+/// One row of a history read: its cursor, and its record unless it no longer
+/// reads.
+fn history_record(
+    row: &rusqlite::Row<'_>,
+) -> rusqlite::Result<(HistoryCursor, Option<HistoryRecord>)> {
+    let seq: i64 = row.get(0)?;
+    let question: String = row.get(1)?;
+    let outcome: String = row.get(2)?;
+    let answer: Option<String> = row.get(3)?;
+    let resolved: i64 = row.get(4)?;
+    let cursor = HistoryCursor {
+        resolved_ms: resolved,
+        row: seq,
+    };
+    let (Ok(question), Some(outcome)) = (
+        serde_json::from_str::<QuestionRequested>(&question),
+        parse_outcome(&outcome),
+    ) else {
+        return Ok((cursor, None));
+    };
+    let record = HistoryRecord {
+        question,
+        outcome,
+        answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
+        resolved_at_ms: resolved.max(0) as u64,
+    };
+    Ok((cursor, Some(record)))
 }
 
 /// Opens an existing database read-only (for `ask-user history`), refusing a

@@ -163,18 +163,18 @@ async fn history_pages_go_newest_first_and_lose_no_record_resolved_in_the_same_m
         assert!(kept(&store, answered).await);
     }
     let mut seen = Vec::new();
-    let mut before = None;
+    let mut cursor = None;
     loop {
         let query = HistoryQuery {
-            before,
+            cursor,
             limit: Some(3),
             ..HistoryQuery::default()
         };
         let page = store.history(&query).unwrap();
-        assert!(!page.records.is_empty());
+        assert!(!page.records.is_empty() && page.records.len() <= 3);
         seen.extend(page.records.iter().map(|r| r.resolved_at_ms));
-        match page.next_before {
-            Some(next) => before = Some(next),
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
             None => break,
         }
     }
@@ -194,6 +194,70 @@ async fn history_pages_go_newest_first_and_lose_no_record_resolved_in_the_same_m
         ..HistoryQuery::default()
     };
     assert_eq!(store.history(&since).unwrap().records.len(), 3);
+}
+
+/// Every record of `query`'s pages in `order`, checking each page holds at
+/// most `limit`: their ids in the order read.
+fn paged_ids(conn: &Connection, mut query: HistoryQuery, order: super::Order) -> Vec<String> {
+    let limit = query.page_size();
+    let mut ids = Vec::new();
+    loop {
+        let page = super::history_in(conn, &query, order).unwrap();
+        assert!(
+            page.records.len() <= limit,
+            "{} records",
+            page.records.len()
+        );
+        ids.extend(page.records.into_iter().map(|r| r.question.id));
+        match page.next_cursor {
+            Some(cursor) => query.cursor = Some(cursor),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn history_pages_hold_at_most_limit_and_a_cursor_splits_a_millisecond_without_repeating_or_skipping()
+ {
+    let dir = TempDir::new();
+    let store = SqliteStore::open(&dir.0).unwrap();
+    // 1 record at 5 ms, 40 at 7 ms, 1 at 9 ms.
+    let times: Vec<u64> = std::iter::once(5)
+        .chain(std::iter::repeat_n(7, 40))
+        .chain(std::iter::once(9))
+        .collect();
+    for (n, at) in times.iter().enumerate() {
+        let id = format!("q_{n:02}");
+        assert!(kept(&store, Write::Asked(question(&id, "s", 1))).await);
+        let ended = Write::Ended {
+            id,
+            outcome: Outcome::Timeout,
+            at_ms: *at,
+        };
+        assert!(kept(&store, ended).await);
+    }
+    drop(store);
+    let conn = super::open_read_only(&dir.0.join(DATABASE_FILE)).unwrap();
+    let all: Vec<String> = (0..times.len()).map(|n| format!("q_{n:02}")).collect();
+    let mut newest_first = all.clone();
+    newest_first.reverse();
+    let query = |limit, since, before| HistoryQuery {
+        limit: Some(limit),
+        since,
+        before,
+        ..HistoryQuery::default()
+    };
+    for limit in [1, 3, 7, 40, 500] {
+        let newest = paged_ids(&conn, query(limit, None, None), super::Order::NewestFirst);
+        assert_eq!(newest, newest_first, "limit {limit}");
+        let oldest = paged_ids(&conn, query(limit, None, None), super::Order::OldestFirst);
+        assert_eq!(oldest, all, "limit {limit}");
+    }
+    // since (inclusive) and before (exclusive) still bound the pages.
+    let at_seven = paged_ids(&conn, query(3, Some(7), Some(9)), super::Order::NewestFirst);
+    assert_eq!(at_seven, newest_first[1..41]);
+    let from_seven = paged_ids(&conn, query(6, Some(7), None), super::Order::OldestFirst);
+    assert_eq!(from_seven, all[1..]);
 }
 
 #[tokio::test]
