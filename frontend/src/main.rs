@@ -12,7 +12,8 @@
 //! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
 //! for screenshots and CSS work (`&item=2` opens the batch on its second item);
 //! see docs/development.md ("Composer screenshots without a host"). The
-//! release page leaves it out: it and the memory host it needs weigh 6.7 KB brotli.
+//! release page leaves it out (with core's insertion sort, 6.7 KB brotli less;
+//! docs/performance.md, "Issue 25's cuts").
 
 #[cfg(feature = "fixture")]
 mod fixture;
