@@ -8,13 +8,17 @@
 //! own bundle; the composer library never does), holds no logic of its own and
 //! must never depend on the host (`tests/tests/tidy.rs` checks it).
 //!
+//! Built with the `fixture` feature (`trunk build --features fixture`),
 //! `?fixture=1` (or `?fixture=plan`) renders a built-in request without a host,
 //! for screenshots and CSS work (`&item=2` opens the batch on its second item);
-//! see docs/development.md ("Composer screenshots without a host").
+//! see docs/development.md ("Composer screenshots without a host"). The
+//! release page leaves it out (with core's insertion sort, 6.7 KB brotli less;
+//! docs/performance.md, "Issue 25's cuts").
 
+#[cfg(feature = "fixture")]
 mod fixture;
 
-use ask_user_composer::{Lang, MountOptions, Transport, page_view, page_view_with};
+use ask_user_composer::{Lang, MountOptions, page_view};
 use ask_user_core::SessionId;
 use leptos::prelude::*;
 
@@ -33,21 +37,24 @@ fn main() {
     };
     let session =
         param("session").map_or_else(|| Ok(SessionId::default()), |s| SessionId::parse(&s));
-    let fixture = param("fixture");
-    let item = param("item").and_then(|i| i.parse().ok());
+    #[cfg(feature = "fixture")]
+    let fixture = param("fixture").map(|kind| (kind, param("item").and_then(|i| i.parse().ok())));
+    #[cfg(not(feature = "fixture"))]
+    let fixture: Option<(String, Option<usize>)> = None;
     mount_to_body(move || {
-        let conversation = match (fixture.as_deref(), session) {
-            (Some(kind), _) => {
-                page_view_with(Transport::new(fixture::FixtureTransport::new(kind, item)))
-                    .into_any()
-            }
-            (None, Ok(session)) => page_view(MountOptions {
+        let conversation = match (fixture, session) {
+            #[cfg(feature = "fixture")]
+            (Some((kind, item)), _) => ask_user_composer::page_view_with(
+                ask_user_composer::Transport::new(fixture::FixtureTransport::new(&kind, item)),
+            )
+            .into_any(),
+            (_, Ok(session)) => page_view(MountOptions {
                 base_url: String::new(),
                 session,
                 token: None,
             })
             .into_any(),
-            (None, Err(error)) => {
+            (_, Err(error)) => {
                 let texts = Lang::from_browser().texts();
                 view! {
                     <header class="auq-page__header">

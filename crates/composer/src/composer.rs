@@ -29,6 +29,37 @@ fn with_active<R>(vm: RwSignal<ViewModel>, f: impl FnOnce(&RequestView) -> R) ->
 }
 
 /// Whether the active request can be edited.
+/// A reactive attribute read from the view model. Every attribute of the
+/// composer is one of two concrete types, `Signal<String>` and
+/// `Signal<bool>`, so Leptos's attribute code is compiled once for each
+/// rather than once per closure (the page's wasm is mostly such code).
+fn vm_text(vm: RwSignal<ViewModel>, read: fn(&ViewModel) -> String) -> Signal<String> {
+    Signal::derive(move || vm.with(read))
+}
+
+/// As [`vm_text`], for a boolean attribute (`hidden`, `disabled`).
+fn vm_flag(vm: RwSignal<ViewModel>, read: fn(&ViewModel) -> bool) -> Signal<bool> {
+    Signal::derive(move || vm.with(read))
+}
+
+/// `disabled` while the view model does not let the person edit.
+fn locked(vm: RwSignal<ViewModel>) -> Signal<bool> {
+    vm_flag(vm, |v| !editable(v))
+}
+
+/// A `<span>` that shows `text` while there is one: the strip's chip,
+/// progress, waiting count and asker.
+fn optional_span(
+    class: &'static str,
+    hook: &'static str,
+    text: Signal<Option<String>>,
+) -> impl IntoView {
+    move || {
+        text.get()
+            .map(|text| view! { <span class=class data-auq=hook>{text}</span> })
+    }
+}
+
 fn editable(v: &ViewModel) -> bool {
     v.active.as_ref().is_some_and(|a| a.can_edit)
 }
@@ -119,15 +150,14 @@ pub fn QuestionComposer(
             aria-label=texts.region
             tabindex="-1"
             node_ref=root
-            hidden=move || !vm.with(|v| v.slot_taken)
-            data-question-id=move || with_active(vm, |a| a.id.clone()).unwrap_or_default()
-            data-item=move || {
-                vm.with(|v| v.active.is_some().then(|| v.item().map_or(0, |i| i.index).to_string()))
-                    .unwrap_or_default()
-            }
-            data-status=move || with_active(vm, |a| a.phase.as_str()).unwrap_or("idle")
-            data-collapsed=move || with_active(vm, |a| a.collapsed).unwrap_or(false).to_string()
-            aria-busy=move || with_active(vm, |a| !a.can_edit).unwrap_or(false).to_string()
+            hidden=vm_flag(vm, |v| !v.slot_taken)
+            data-question-id=vm_text(vm, |v| v.active.as_ref().map(|a| a.id.clone()).unwrap_or_default())
+            data-item=vm_text(vm, |v| {
+                if v.active.is_some() { v.item().map_or(0, |i| i.index).to_string() } else { String::new() }
+            })
+            data-status=vm_text(vm, |v| v.active.as_ref().map_or("idle", |a| a.phase.as_str()).to_owned())
+            data-collapsed=vm_text(vm, |v| v.active.as_ref().is_some_and(|a| a.collapsed).to_string())
+            aria-busy=vm_text(vm, |v| v.active.as_ref().is_some_and(|a| !a.can_edit).to_string())
             on:keydown=move |ev: web_sys::KeyboardEvent| {
                 if session.keydown(key_input(&ev)) {
                     ev.prevent_default();
@@ -327,19 +357,20 @@ fn cannot_show_text(texts: &Texts, why: &CannotShow) -> String {
 fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     let vm = session.view_model();
     let collapsed = move || with_active(vm, |a| a.collapsed).unwrap_or(false);
-    let chip = move || {
+    let chip = Signal::derive(move || {
         with_active(vm, |a| a.chip.clone())
             .flatten()
             .map(|chip| match chip {
                 Chip::Header(header) => header,
                 Chip::PlanReview => texts.plan_review.to_owned(),
             })
-    };
-    let progress = move || {
+    });
+    let progress = Signal::derive(move || {
         let progress = with_active(vm, |a| a.progress).flatten();
         progress.map(|p| texts.progress(p.current, p.total))
-    };
-    let waiting = move || vm.with(|v| (v.waiting > 0).then(|| texts.waiting(v.waiting)));
+    });
+    let waiting =
+        Signal::derive(move || vm.with(|v| (v.waiting > 0).then(|| texts.waiting(v.waiting))));
     // "asked by Claude Code · 2 min ago", its age refreshed every 30 s.
     let now = RwSignal::new(js_sys::Date::now() as u64);
     if let Ok(handle) = set_interval_with_handle(
@@ -348,27 +379,36 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     ) {
         on_cleanup(move || handle.clear());
     }
-    let asked = move || {
+    let asked = Signal::derive(move || {
         let (name, at) = with_active(vm, |a| a.asked_by.clone().map(|n| (n, a.created_at_ms)))??;
         Some(format!(
             "{} · {}",
             texts.asked_by(&name),
             texts.age(ask_user_core::attention::age(at, now.get()))
         ))
-    };
+    });
+    let expanded = Signal::derive(move || (!collapsed()).to_string());
+    let toggle_label = Signal::derive(move || {
+        if collapsed() {
+            texts.expand
+        } else {
+            texts.collapse
+        }
+        .to_owned()
+    });
     view! {
         <header class="auq-strip">
-            {move || chip().map(|chip| view! { <span class="auq-chip" data-auq="chip">{chip}</span> })}
-            {move || progress().map(|p| view! { <span class="auq-progress" data-auq="progress">{p}</span> })}
-            {move || waiting().map(|w| view! { <span class="auq-waiting" data-auq="waiting">{w}</span> })}
-            {move || asked().map(|a| view! { <span class="auq-asked-by" data-auq="asked-by">{a}</span> })}
+            {optional_span("auq-chip", "chip", chip)}
+            {optional_span("auq-progress", "progress", progress)}
+            {optional_span("auq-waiting", "waiting", waiting)}
+            {optional_span("auq-asked-by", "asked-by", asked)}
             <button
                 type="button"
                 class="auq-btn auq-btn--icon auq-strip__toggle"
                 data-auq="collapse"
-                aria-expanded=move || (!collapsed()).to_string()
-                aria-label=move || if collapsed() { texts.expand } else { texts.collapse }
-                title=move || if collapsed() { texts.expand } else { texts.collapse }
+                aria-expanded=expanded
+                aria-label=toggle_label
+                title=toggle_label
                 on:click=move |_| {
                     let action = if collapsed() { Action::Expand } else { Action::Collapse };
                     session.dispatch(action);
@@ -471,7 +511,7 @@ fn Item(
                     data-auq="text"
                     rows=rows_attr
                     placeholder=placeholder
-                    disabled=move || !vm.with(editable)
+                    disabled=locked(vm)
                     node_ref=text_ref
                     on:input=move |ev| {
                         session.dispatch(Action::DraftEdited { text: event_target_value(&ev) });
@@ -513,12 +553,11 @@ fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl
             el.set_value(&text);
         }
     });
-    let can_send = move || {
-        with_active(vm, |a| {
-            a.can_edit && a.reply.as_ref().is_some_and(|r| r.can_send)
-        })
-        .unwrap_or(false)
-    };
+    let cannot_send = vm_flag(vm, |v| {
+        !v.active
+            .as_ref()
+            .is_some_and(|a| a.can_edit && a.reply.as_ref().is_some_and(|r| r.can_send))
+    });
     view! {
         <div class="auq-field auq-reply" data-auq="reply-box">
             <label class="auq-field__label" for=text_id.clone()>{texts.your_reply}</label>
@@ -528,7 +567,7 @@ fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl
                 data-auq="reply"
                 rows="3"
                 placeholder=texts.reply_placeholder
-                disabled=move || !vm.with(editable)
+                disabled=locked(vm)
                 node_ref=reply_ref
                 on:input=move |ev| {
                     session.dispatch(Action::ReplyEdited { text: event_target_value(&ev) });
@@ -541,7 +580,7 @@ fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl
                     type="button"
                     class="auq-btn auq-btn--quiet"
                     data-auq="reply-close"
-                    disabled=move || !vm.with(editable)
+                    disabled=locked(vm)
                     on:click=move |_| session.dispatch(Action::ReplyClosed)
                 >
                     {texts.back_to_questions}
@@ -550,7 +589,7 @@ fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl
                     type="button"
                     class="auq-btn auq-btn--primary"
                     data-auq="send-reply"
-                    disabled=move || !can_send()
+                    disabled=cannot_send
                     on:click=move |_| session.dispatch(Action::SendReply)
                 >
                     {texts.send_reply}
@@ -591,11 +630,11 @@ fn OptionRow(
             data-option-index=index
             data-label=row.label
             data-recommended=row.recommended.to_string()
-            aria-checked=move || shown(|o| o.selected).to_string()
-            aria-disabled=move || (!vm.with(editable)).to_string()
+            aria-checked=Signal::derive(move || shown(|o| o.selected).to_string())
+            aria-disabled=vm_text(vm, |v| (!editable(v)).to_string())
             aria-labelledby=labelledby
             aria-describedby=describedby
-            tabindex=move || if shown(|o| o.focused) { "0" } else { "-1" }
+            tabindex=Signal::derive(move || if shown(|o| o.focused) { "0" } else { "-1" }.to_owned())
             on:click=move |_| session.dispatch(Action::OptionChosen { index })
             on:focus=move |_| session.dispatch(Action::OptionFocused { index })
         >
@@ -703,8 +742,8 @@ fn Footer(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
                     type="button"
                     class="auq-btn auq-btn--primary"
                     data-auq="submit"
-                    aria-disabled=move || vm.with(|v| !v.item().is_some_and(|i| i.can_submit)).to_string()
-                    disabled=move || !vm.with(editable)
+                    aria-disabled=vm_text(vm, |v| (!v.item().is_some_and(|i| i.can_submit)).to_string())
+                    disabled=locked(vm)
                     on:click=move |_| session.dispatch(Action::Submit)
                 >
                     {texts.submit}
@@ -731,7 +770,7 @@ fn ActionButton(
             type="button"
             class=class
             data-auq=hook
-            disabled=move || !vm.with(enabled)
+            disabled=Signal::derive(move || !vm.with(enabled))
             on:click=move |_| session.dispatch(action.clone())
         >
             {label}

@@ -180,7 +180,7 @@ pub fn MessageComposer(
         <form
             class="auq-message-composer"
             data-auq="message-composer"
-            hidden=move || slot.is_some_and(|s| !s.is_free())
+            hidden=Signal::derive(move || slot.is_some_and(|s| !s.is_free()))
             on:submit=move |ev| {
                 ev.prevent_default();
                 send();
@@ -197,7 +197,7 @@ pub fn MessageComposer(
                 on:input=move |ev| set_text.set(event_target_value(&ev))
                 {..enter_sends(send, false)}
             ></textarea>
-            <button type="submit" class="auq-btn auq-btn--primary" data-auq="send" disabled=move || disabled.get()>
+            <button type="submit" class="auq-btn auq-btn--primary" data-auq="send" disabled=disabled>
                 {texts.send}
             </button>
         </form>
@@ -237,23 +237,38 @@ pub fn Conversation(
             was_open.set(true);
         }
     });
-    let connection = move || match stream.status.get() {
-        StreamStatus::Connecting if was_open.get() => Some(texts.reconnecting),
-        StreamStatus::Failed => Some(texts.disconnected),
-        _ => None,
-    };
+    let connection = Signal::derive(move || {
+        match stream.status.get() {
+            StreamStatus::Connecting if was_open.get() => Some(texts.reconnecting),
+            StreamStatus::Failed => Some(texts.disconnected),
+            _ => None,
+        }
+        .map(str::to_owned)
+    });
     view! {
         <div class="auq-conversation" data-auq="conversation" lang=lang.tag()>
             <Transcript entries=stream.entries lang />
-            {move || connection().map(|text| view! {
-                <p class="auq-connection" role="status" data-auq="connection">{text}</p>
-            })}
-            {move || error.get().map(|e| view! { <p class="auq-error" role="alert" data-auq="message-error">{e}</p> })}
+            {line("auq-connection", "status", "connection", connection)}
+            {line("auq-error", "alert", "message-error", error.into())}
             <ComposerSlot>
                 <QuestionComposer session=stream.session lang />
                 <MessageComposer on_send disabled=sending lang />
             </ComposerSlot>
         </div>
+    }
+}
+
+/// A `<p>` that shows `text` while there is one (the connection's state, a
+/// message that could not be sent): one concrete function for both.
+fn line(
+    class: &'static str,
+    role: &'static str,
+    hook: &'static str,
+    text: Signal<Option<String>>,
+) -> impl IntoView {
+    move || {
+        text.get()
+            .map(|text| view! { <p class=class role=role data-auq=hook>{text}</p> })
     }
 }
 

@@ -1,11 +1,17 @@
 //! JSON in and out of the composer: the frames of the event stream, the POST
 //! bodies, the drafts in sessionStorage and the host's error bodies.
 //!
-//! In the browser this is the browser's own `JSON` with serde-wasm-bindgen
-//! (`JSON.parse` → [`serde_wasm_bindgen::from_value`], and
-//! `Serializer::json_compatible()` → `JSON.stringify`), so serde_json's
-//! parser and formatter stay out of the page's wasm. Natively (the unit
-//! tests) it is serde_json, with the same results.
+//! In the browser this is the browser's own `JSON`: `JSON.parse` → [`JsonValue`]
+//! (a serde `Deserializer` over what `JSON.parse` returns), and
+//! serde-wasm-bindgen's `Serializer::json_compatible()` → `JSON.stringify`, so
+//! serde_json's parser and formatter stay out of the page's wasm. Natively
+//! (the unit tests) it is serde_json, with the same results.
+//!
+//! Why not serde-wasm-bindgen's `Deserializer`: the page drops every parse
+//! error (a frame that does not parse is skipped), but that deserializer's
+//! errors are messages, and formatting them (`invalid type: floating point
+//! `1.5`, expected …`) brought Rust's float formatting into the page: 9.6 KB
+//! brotli. [`JsonValue`]'s error carries no message, so no message is built.
 
 use ask_user_core::wire::{SessionEvent, Transcript};
 use serde::Serialize;
@@ -16,7 +22,7 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Option<T> {
     #[cfg(target_arch = "wasm32")]
     {
         let value = js_sys::JSON::parse(text).ok()?;
-        serde_wasm_bindgen::from_value(value).ok()
+        T::deserialize(JsonValue(value)).ok()
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
@@ -45,7 +51,7 @@ pub fn session_event(name: &str, data: &str) -> Option<SessionEvent> {
     #[cfg(target_arch = "wasm32")]
     {
         let value = js_sys::JSON::parse(data).ok()?;
-        SessionEvent::from_deserializer(name, serde_wasm_bindgen::Deserializer::from(value))
+        SessionEvent::from_deserializer(name, JsonValue(value))
     }
     #[cfg(not(target_arch = "wasm32"))]
     {
@@ -62,6 +68,7 @@ pub fn transcript(text: &str) -> Option<Transcript> {
     #[cfg(target_arch = "wasm32")]
     {
         use ask_user_core::wire::TranscriptEntry;
+        use serde::Deserialize;
         use wasm_bindgen::JsCast;
         let value = js_sys::JSON::parse(text).ok()?;
         let entries: js_sys::Array = js_sys::Reflect::get(&value, &"entries".into())
@@ -75,10 +82,10 @@ pub fn transcript(text: &str) -> Option<Transcript> {
                 .as_string();
             out.push(match kind.as_deref() {
                 Some("message") => {
-                    TranscriptEntry::Message(serde_wasm_bindgen::from_value(entry).ok()?)
+                    TranscriptEntry::Message(Deserialize::deserialize(JsonValue(entry)).ok()?)
                 }
                 Some("record") => {
-                    TranscriptEntry::Record(serde_wasm_bindgen::from_value(entry).ok()?)
+                    TranscriptEntry::Record(Deserialize::deserialize(JsonValue(entry)).ok()?)
                 }
                 _ => continue,
             });
@@ -95,5 +102,148 @@ pub fn transcript(text: &str) -> Option<Transcript> {
     #[cfg(not(target_arch = "wasm32"))]
     {
         serde_json::from_str(text).ok()
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use browser::{JsonValue, NotExpected};
+
+#[cfg(target_arch = "wasm32")]
+mod browser {
+    use serde::de::value::{MapAccessDeserializer, MapDeserializer, SeqDeserializer};
+    use serde::de::{self, IntoDeserializer, Visitor};
+    use serde::forward_to_deserialize_any;
+    use wasm_bindgen::{JsCast, JsValue};
+
+    /// What `JSON.parse` returned, as a serde `Deserializer`: `null`, a
+    /// boolean, a number, a string, an array or a plain object.
+    pub struct JsonValue(pub JsValue);
+
+    /// The value was not the type asked for. No message: the page drops it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct NotExpected;
+
+    impl std::fmt::Display for NotExpected {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the JSON is not what the page expected")
+        }
+    }
+
+    impl std::error::Error for NotExpected {}
+
+    impl de::Error for NotExpected {
+        // The message is never formatted, so its `Display` code (serde's
+        // `Unexpected::Float` among it) never reaches the wasm.
+        fn custom<T: std::fmt::Display>(_message: T) -> Self {
+            NotExpected
+        }
+    }
+
+    impl<'de> IntoDeserializer<'de, NotExpected> for JsonValue {
+        type Deserializer = Self;
+        fn into_deserializer(self) -> Self {
+            self
+        }
+    }
+
+    /// The largest integer a JavaScript number holds exactly (2^53 − 1).
+    const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
+
+    impl JsonValue {
+        fn is_null(&self) -> bool {
+            self.0.is_null() || self.0.is_undefined()
+        }
+
+        /// An object's `[key, value]` pairs, in the object's order.
+        fn entries(&self) -> impl Iterator<Item = (String, JsonValue)> + use<> {
+            js_sys::Object::entries(self.0.unchecked_ref())
+                .into_iter()
+                .map(|pair| {
+                    let pair: js_sys::Array = pair.unchecked_into();
+                    (
+                        pair.get(0).as_string().unwrap_or_default(),
+                        JsonValue(pair.get(1)),
+                    )
+                })
+        }
+    }
+
+    impl<'de> de::Deserializer<'de> for JsonValue {
+        type Error = NotExpected;
+
+        fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            let value = &self.0;
+            if self.is_null() {
+                visitor.visit_unit()
+            } else if let Some(flag) = value.as_bool() {
+                visitor.visit_bool(flag)
+            } else if let Some(number) = value.as_f64() {
+                // Integers as integers, so `u64` and `i32` fields take them.
+                if number.fract() == 0.0 && number.abs() <= MAX_SAFE_INTEGER {
+                    if number >= 0.0 {
+                        visitor.visit_u64(number as u64)
+                    } else {
+                        visitor.visit_i64(number as i64)
+                    }
+                } else {
+                    visitor.visit_f64(number)
+                }
+            } else if let Some(text) = value.as_string() {
+                visitor.visit_string(text)
+            } else if js_sys::Array::is_array(value) {
+                let array: js_sys::Array = self.0.unchecked_into();
+                SeqDeserializer::new(array.into_iter().map(JsonValue)).deserialize_any(visitor)
+            } else if value.is_object() {
+                MapDeserializer::new(self.entries()).deserialize_any(visitor)
+            } else {
+                Err(NotExpected)
+            }
+        }
+
+        fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            if self.is_null() {
+                visitor.visit_none()
+            } else {
+                visitor.visit_some(self)
+            }
+        }
+
+        fn deserialize_newtype_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            visitor: V,
+        ) -> Result<V::Value, NotExpected> {
+            visitor.visit_newtype_struct(self)
+        }
+
+        /// A unit variant is its name; any other variant an object with one key.
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _variants: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, NotExpected> {
+            if let Some(name) = self.0.as_string() {
+                visitor.visit_enum(name.into_deserializer())
+            } else if self.0.is_object() && !js_sys::Array::is_array(&self.0) {
+                visitor.visit_enum(MapAccessDeserializer::new(MapDeserializer::new(
+                    self.entries(),
+                )))
+            } else {
+                Err(NotExpected)
+            }
+        }
+
+        fn deserialize_ignored_any<V: Visitor<'de>>(
+            self,
+            visitor: V,
+        ) -> Result<V::Value, NotExpected> {
+            visitor.visit_unit()
+        }
+
+        forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
+        }
     }
 }

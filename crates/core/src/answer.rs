@@ -160,7 +160,7 @@ impl AnswerBatch {
         }
         if !order.is_sorted() {
             let mut keyed: Vec<(usize, Answer)> = order.into_iter().zip(self.answers).collect();
-            keyed.sort_by_key(|(position, _)| *position);
+            crate::small_sort::sort_by_key(&mut keyed, |(position, _)| *position);
             self.answers = keyed.into_iter().map(|(_, answer)| answer).collect();
         }
         Ok(self)

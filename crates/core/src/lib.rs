@@ -86,6 +86,7 @@ pub mod request;
 pub mod seam;
 pub mod session;
 mod shape;
+mod small_sort;
 pub mod tool;
 pub mod transcript;
 pub mod wire;

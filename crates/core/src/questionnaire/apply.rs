@@ -461,9 +461,9 @@ fn choose(request: &mut PendingRequest, index: usize, out: &mut Out) -> bool {
         } else {
             draft.selected.push(label);
             let options = question.options();
-            draft
-                .selected
-                .sort_by_key(|l| options.iter().position(|o| o.label == *l));
+            crate::small_sort::sort_by_key(&mut draft.selected, |l| {
+                options.iter().position(|o| o.label == *l)
+            });
             draft.skipped = false;
         }
         return true;
