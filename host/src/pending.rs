@@ -112,12 +112,27 @@ impl SharedEvent {
         else {
             return self.event.data();
         };
-        let json = std::str::from_utf8(json).expect("serde_json writes UTF-8");
-        let id = serde_json::to_string(&q.id).expect("strings serialise");
-        let session = serde_json::to_string(&q.session).expect("strings serialise");
-        let tail = question_tail(q.created_at_ms, q.asked_by.as_ref());
-        format!(r#"{{"id":{id},"session":{session},"request":{json}{tail}"#)
+        question_json(q, json)
     }
+}
+
+/// `question` exactly as `serde_json` writes core's `QuestionRequested`,
+/// written around `request_json`, its request's canonical JSON: what a stream
+/// sends and the record keeps, without serialising the request again.
+pub fn question_json(question: &QuestionRequested, request_json: &[u8]) -> String {
+    let json = std::str::from_utf8(request_json).expect("serde_json writes UTF-8");
+    let id = serde_json::to_string(&question.id).expect("strings serialise");
+    let session = serde_json::to_string(&question.session).expect("strings serialise");
+    let tail = question_tail(question.created_at_ms, question.asked_by.as_ref());
+    format!(r#"{{"id":{id},"session":{session},"request":{json}{tail}"#)
+}
+
+/// A request's canonical JSON (`serde_json::to_vec`), in an allocation of
+/// its own size: a pending question keeps it for as long as it waits.
+pub fn request_json(request: &AskRequest) -> Bytes {
+    let mut json = serde_json::to_vec(request).expect("requests always serialise");
+    json.shrink_to_fit();
+    Bytes::from(json)
 }
 
 /// What `serde_json` writes after a question's request in core's
@@ -170,7 +185,6 @@ pub struct Registered {
 /// One call's hold on one question.
 #[derive(Debug, Clone)]
 pub struct Attachment {
-    id: String,
     number: u64,
     seq: u64,
     key: u64,
@@ -179,9 +193,9 @@ pub struct Attachment {
 }
 
 impl Attachment {
-    /// The question's id.
+    /// The question's id (its event's: a waiting question keeps no copy).
     pub fn id(&self) -> &str {
-        &self.id
+        &question(&self.event).id
     }
 }
 
@@ -257,7 +271,19 @@ pub trait PendingStore: Send + Sync + 'static {
     /// [`PendingStore::register`] of a question whose id and time the caller
     /// chose (and wrote to the record first); when it attaches instead, that
     /// id is unused.
-    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError>;
+    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError> {
+        let json = request_json(&question.request);
+        self.register_with_json(question, json)
+    }
+
+    /// [`PendingStore::register_as`] with the request's canonical JSON
+    /// ([`request_json`]) made by the caller already (for the record), so it
+    /// is made once.
+    fn register_with_json(
+        &self,
+        question: QuestionRequested,
+        request_json: Bytes,
+    ) -> Result<Registered, RegisterError>;
 
     /// Puts back what the record still had open at start: pending questions
     /// come back detached and held resolutions held, their grace counted from
@@ -956,8 +982,8 @@ impl MemoryStore {
     /// (matches are confirmed by comparing the requests), and that JSON, kept
     /// with the entry so no list serialises the request again.
     fn key_of(&self, request: &AskRequest) -> (u64, Bytes) {
-        let canonical = serde_json::to_vec(request).expect("requests always serialise");
-        (self.hasher.hash_one(&canonical), Bytes::from(canonical))
+        let canonical = request_json(request);
+        (self.hasher.hash_one(&canonical), canonical)
     }
 
     /// The limit one more question of `bytes` in `session` would break.
@@ -992,10 +1018,14 @@ impl MemoryStore {
 }
 
 impl PendingStore for MemoryStore {
-    fn register_as(&self, question: QuestionRequested) -> Result<Registered, RegisterError> {
+    fn register_with_json(
+        &self,
+        question: QuestionRequested,
+        json: Bytes,
+    ) -> Result<Registered, RegisterError> {
         let session = question.session.clone();
         let session = session.as_str();
-        let (key, json) = self.key_of(&question.request);
+        let key = self.hasher.hash_one(&json);
         let bytes = entry_bytes(&json);
         let (reply, waiter) = oneshot::channel();
         let mut table = self.lock();
@@ -1019,7 +1049,6 @@ impl PendingStore for MemoryStore {
                 table.forget_if_idle(session);
                 return Ok(Registered {
                     attachment: Attachment {
-                        id: held.id,
                         number,
                         seq,
                         key,
@@ -1044,7 +1073,6 @@ impl PendingStore for MemoryStore {
             table.deadlines.remove(&(until, seq));
             return Ok(Registered {
                 attachment: Attachment {
-                    id,
                     number,
                     seq,
                     key,
@@ -1058,7 +1086,6 @@ impl PendingStore for MemoryStore {
         if let Some(limit) = self.full(&table, session, bytes) {
             return Err(RegisterError::TooManyPending { limit });
         }
-        let id = question.id.clone();
         let weight = json.len();
         let waiting = Waiting::Attached { number, reply };
         let (seq, event) = table.insert_pending(question, (key, json, bytes), waiting);
@@ -1068,7 +1095,6 @@ impl PendingStore for MemoryStore {
         table.session(session).tx.send(&event, weight);
         Ok(Registered {
             attachment: Attachment {
-                id,
                 number,
                 seq,
                 key,
@@ -1167,28 +1193,31 @@ impl PendingStore for MemoryStore {
         let ours = table
             .sessions
             .get(session)
-            .and_then(|slot| slot.entries.get(&attachment.id))
+            .and_then(|slot| slot.entries.get(attachment.id()))
             .is_some_and(|entry| {
                 matches!(entry.waiting, Waiting::Attached { number, .. } if number == attachment.number)
             });
         if ours {
             match how {
                 LetGo::Abort => {
-                    table.resolve(session, &attachment.id, Ended::Aborted);
+                    table.resolve(session, attachment.id(), Ended::Aborted);
                 }
                 LetGo::Detach if grace.is_zero() => {
-                    table.resolve(session, &attachment.id, Ended::Abandoned);
+                    table.resolve(session, attachment.id(), Ended::Abandoned);
                 }
                 LetGo::Detach => {
                     let until = Instant::now() + grace;
                     let table = &mut *table;
                     let slot = table.sessions.get_mut(session).expect("checked above");
-                    let entry = slot.entries.get_mut(&attachment.id).expect("checked above");
+                    let entry = slot
+                        .entries
+                        .get_mut(attachment.id())
+                        .expect("checked above");
                     entry.waiting = Waiting::Detached { until };
                     let seq = entry.seq;
                     slot.index(attachment.key, seq);
                     slot.send(SessionEvent::QuestionDetached(QuestionRef {
-                        id: attachment.id.clone(),
+                        id: attachment.id().to_owned(),
                     }));
                     table.deadlines.insert((until, seq), session.to_owned());
                     self.grace_started.notify_one();

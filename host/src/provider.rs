@@ -18,7 +18,7 @@ use crate::pending::{
     Attachment, Found, LetGo, PendingLimit, PendingStore, RegisterError, Registered, Resolution,
     random_id,
 };
-use crate::store::{EphemeralStore, Store, Write, now_ms, unavailable};
+use crate::store::{Asked, EphemeralStore, Store, Write, now_ms, unavailable};
 use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{
     AbortSignal, AskContext, AskRequest, ProviderFuture, UserInteractionError,
@@ -32,6 +32,7 @@ use tokio::time::Instant;
 pub struct WebProvider {
     store: Arc<dyn PendingStore>,
     record: Arc<dyn Store>,
+    deliveries: Arc<Deliveries>,
 }
 
 impl std::fmt::Debug for WebProvider {
@@ -50,7 +51,11 @@ impl WebProvider {
     /// before the person may see it, and marks a resolution delivered once
     /// the asking call has it.
     pub fn recording(store: Arc<dyn PendingStore>, record: Arc<dyn Store>) -> Self {
-        Self { store, record }
+        Self {
+            store,
+            record,
+            deliveries: Arc::default(),
+        }
     }
 }
 
@@ -113,21 +118,78 @@ impl Drop for WaitGuard {
 /// asker that asks again. (An asker that did get it asks something else.)
 pub const DELIVERY_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// How long past [`DELIVERY_SETTLE`] a delivery may wait to be marked with
+/// the others due by then: one wake-up marks a group, not one per question.
+pub const DELIVERY_GROUPING: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Resolutions handed to their calls, oldest first, waiting to be marked
+/// delivered; one task marks them while any wait (instead of a task and a
+/// timer per question).
+#[derive(Debug, Default)]
+struct Deliveries {
+    due: std::sync::Mutex<std::collections::VecDeque<(Instant, String)>>,
+    /// Whether the task that marks them runs.
+    marking: std::sync::atomic::AtomicBool,
+}
+
+impl Deliveries {
+    fn due(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<(Instant, String)>> {
+        self.due.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks what is due, group by group, until nothing waits.
+    async fn mark(self: Arc<Self>, record: Arc<dyn Store>) {
+        use std::sync::atomic::Ordering;
+        loop {
+            let next = self.due().front().map(|(at, _)| *at);
+            let Some(next) = next else {
+                self.marking.store(false, Ordering::Release);
+                // One queued between the look and the store found the task
+                // running and started none: go on marking it.
+                if self.due().is_empty() || self.marking.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                continue;
+            };
+            tokio::time::sleep_until(next + DELIVERY_GROUPING).await;
+            let now = Instant::now();
+            let ready: Vec<String> = {
+                let mut due = self.due();
+                let count = due.iter().take_while(|(at, _)| *at <= now).count();
+                due.drain(..count).map(|(_, id)| id).collect()
+            };
+            for id in ready {
+                // A failure is the store's trouble, reported by its health.
+                drop(record.submit(Write::Delivered { id }));
+            }
+        }
+    }
+}
+
 impl WebProvider {
     fn mark_delivered(&self, id: String) {
+        use std::sync::atomic::Ordering;
         if !self.record.keeps() {
             return;
         }
-        let record = self.record.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(DELIVERY_SETTLE).await;
-            // A failure is the store's trouble, reported by its health.
-            drop(record.submit(Write::Delivered { id }));
-        });
+        self.deliveries
+            .due()
+            .push_back((Instant::now() + DELIVERY_SETTLE, id));
+        if !self.deliveries.marking.swap(true, Ordering::AcqRel) {
+            tokio::spawn(self.deliveries.clone().mark(self.record.clone()));
+        }
     }
 }
 
 impl UserInteractionProvider for WebProvider {
+    /// Every answer comes from [`PendingStore::claim`], which normalises it
+    /// against the question's request (held and restored answers were
+    /// normalised before they were kept), so core keeps no second copy of the
+    /// request while the question waits.
+    fn answers_normalized(&self) -> bool {
+        true
+    }
+
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
         // Core's budget becomes this runtime's timer, counted from now.
         let deadline = context.timeout.map(|timeout| Instant::now() + timeout);
@@ -140,28 +202,36 @@ impl UserInteractionProvider for WebProvider {
                 created_at_ms: now_ms(),
                 asked_by: context.asked_by.clone(),
             };
-            let fresh = question.id.clone();
             let keeps = self.record.keeps();
+            // Made once: the table keeps it (lists and streams write from it)
+            // and the record's row is written around it.
+            let request_json = crate::pending::request_json(&question.request);
             if keeps {
                 // Kept before anyone sees it: a restart brings it back.
+                let asked = Asked::with_request_json(&question, &request_json);
                 self.record
-                    .submit(Write::Asked(question.clone()))
+                    .submit(Write::Asked(asked))
                     .kept()
                     .await
                     .map_err(|e| unavailable(&e))?;
             }
-            let registered = self.store.register_as(question);
-            if keeps
-                && !matches!(
-                    registered,
-                    Ok(Registered {
-                        found: Found::New,
-                        ..
-                    })
-                )
-            {
-                drop(self.record.submit(Write::Discard { id: fresh }));
-            }
+            let registered = {
+                // Scoped, so the waiting future holds no copy of the id.
+                let fresh = keeps.then(|| question.id.clone());
+                let registered = self.store.register_with_json(question, request_json);
+                if let Some(fresh) = fresh
+                    && !matches!(
+                        registered,
+                        Ok(Registered {
+                            found: Found::New,
+                            ..
+                        })
+                    )
+                {
+                    drop(self.record.submit(Write::Discard { id: fresh }));
+                }
+                registered
+            };
             let Registered {
                 attachment,
                 waiter,
@@ -169,7 +239,6 @@ impl UserInteractionProvider for WebProvider {
             } = registered.map_err(refusal)?;
             tracing::debug!(session, id = attachment.id(), ?found, "question presented");
             context.presented.set(attachment.id());
-            let id = attachment.id().to_owned();
             let mut guard = WaitGuard {
                 store: self.store.clone(),
                 session: session.to_owned(),
@@ -180,9 +249,17 @@ impl UserInteractionProvider for WebProvider {
             let resolution = match deadline {
                 None => guard.resolution().await,
                 Some(deadline) => {
-                    match tokio::time::timeout_at(deadline, guard.resolution()).await {
+                    // Boxed: a question waiting without a deadline carries no
+                    // timer in its future.
+                    match Box::pin(tokio::time::timeout_at(deadline, guard.resolution())).await {
                         Ok(resolution) => resolution,
-                        Err(_elapsed) if self.store.abort(session, &id, Outcome::Timeout) => {
+                        Err(_elapsed)
+                            if self.store.abort(
+                                session,
+                                guard.attachment.id(),
+                                Outcome::Timeout,
+                            ) =>
+                        {
                             return Err(UserInteractionError::timeout());
                         }
                         // Resolved in the same instant: that resolution stands.
@@ -191,7 +268,7 @@ impl UserInteractionProvider for WebProvider {
                 }
             };
             if let Ok(Resolution::Answered(_) | Resolution::Cancelled) = resolution {
-                self.mark_delivered(id);
+                self.mark_delivered(guard.attachment.id().to_owned());
             }
             match resolution {
                 Ok(Resolution::Answered(answer)) => Ok(answer),
@@ -238,6 +315,75 @@ mod tests {
     fn poll_once<F: Future + ?Sized>(future: std::pin::Pin<&mut F>) {
         let mut cx = Context::from_waker(Waker::noop());
         assert!(future.poll(&mut cx).is_pending(), "the ask waits");
+    }
+
+    /// A record that keeps every write it is given, in order.
+    #[derive(Default)]
+    struct Recorded(std::sync::Mutex<Vec<Write>>);
+
+    impl Recorded {
+        fn delivered(&self) -> Vec<String> {
+            let writes = self.0.lock().unwrap();
+            writes
+                .iter()
+                .filter_map(|write| match write {
+                    Write::Delivered { id } => Some(id.clone()),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    impl Store for Recorded {
+        fn submit(&self, write: Write) -> crate::store::Ticket {
+            self.0.lock().unwrap().push(write);
+            crate::store::Ticket::settled(Ok(true))
+        }
+
+        fn restored(&self) -> crate::store::Restored {
+            crate::store::Restored::default()
+        }
+
+        fn history(
+            &self,
+            _query: &crate::store::HistoryQuery,
+        ) -> Result<crate::store::HistoryPage, crate::store::StoreError> {
+            Ok(crate::store::HistoryPage::default())
+        }
+
+        fn trouble(&self) -> Option<String> {
+            None
+        }
+
+        fn flush(&self) -> crate::store::Ticket {
+            crate::store::Ticket::settled(Ok(true))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resolution_is_marked_delivered_a_settling_second_later_in_groups_and_none_is_lost() {
+        let record = Arc::new(Recorded::default());
+        let provider = WebProvider::recording(store(Duration::from_secs(60)), record.clone());
+        provider.mark_delivered("q_1".to_owned());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        provider.mark_delivered("q_2".to_owned());
+        // 990 ms after the first.
+        tokio::time::sleep(DELIVERY_SETTLE - Duration::from_millis(310)).await;
+        assert_eq!(
+            record.delivered(),
+            Vec::<String>::new(),
+            "not before a second"
+        );
+        // 1,110 ms: the first, not the second (due at 1,300 ms).
+        tokio::time::sleep(DELIVERY_GROUPING + Duration::from_millis(20)).await;
+        assert_eq!(record.delivered(), ["q_1"]);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(record.delivered(), ["q_1", "q_2"]);
+        // Nothing waits, so the marking task ended: a later one starts anew.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        provider.mark_delivered("q_3".to_owned());
+        tokio::time::sleep(DELIVERY_SETTLE + DELIVERY_GROUPING + Duration::from_millis(10)).await;
+        assert_eq!(record.delivered(), ["q_1", "q_2", "q_3"]);
     }
 
     #[tokio::test]

@@ -371,13 +371,15 @@ impl AppState {
             .with_timeout(options.timeout)
             .reporting_to(options.presented)
             .asked_by(options.asked_by);
-        let limits = self.inner.store.pending_limits();
         match self.inner.interaction.ask_with(request, context).await {
             // The provider was unregistered by a shutdown that began meanwhile.
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
-            Err(e) => match limits.into_iter().find(|&limit| e == no_room(limit)) {
+            // Looked up only now: the waiting ask holds no list of them.
+            Err(e) => match (self.inner.store.pending_limits().into_iter())
+                .find(|&limit| e == no_room(limit))
+            {
                 Some(limit) => Err(ApiError::TooManyPending { limit }),
                 None => Err(as_unavailable(&e).map_or(ApiError::Interaction(e), ApiError::Store)),
             },

@@ -296,7 +296,7 @@ async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
                 created_at_ms: now - 1000 + n as u64,
                 asked_by: None,
             };
-            let asked = store.submit(Write::Asked(question));
+            let asked = store.submit(Write::Asked(question.into()));
             let ended = Write::Ended {
                 id,
                 outcome: ask_user_core::wire::Outcome::Timeout,

@@ -731,7 +731,11 @@ async fn records_older_than_keep_days_are_pruned_when_the_host_starts() {
                 created_at_ms: now - days_ago * day_ms,
                 asked_by: None,
             };
-            store.submit(Write::Asked(question)).kept().await.unwrap();
+            store
+                .submit(Write::Asked(question.into()))
+                .kept()
+                .await
+                .unwrap();
             let ended = Write::Ended {
                 id: id.to_owned(),
                 outcome: ask_user_core::wire::Outcome::Timeout,

@@ -55,6 +55,16 @@ pub trait UserInteractionProvider: MaybeSend {
     /// listening, and a provider that can keep the question for a later,
     /// identical ask may do so.
     fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_>;
+
+    /// Whether every answer this provider resolves with is already normalised
+    /// by [`AnswerBatch::normalize`] against the request it was given. Then
+    /// [`UserInteraction::ask_with`] passes it on as it is and keeps no copy
+    /// of the request while the question waits (a waiting question holds one
+    /// parsed request, the provider's, not two). The default, `false`, has the
+    /// seam normalise every answer.
+    fn answers_normalized(&self) -> bool {
+        false
+    }
 }
 
 /// Who asks, how long they wait and how the asker gives up.
@@ -150,7 +160,9 @@ pub struct AbortController {
 /// A cloneable, runtime-neutral abort signal.
 #[derive(Debug, Clone, Default)]
 pub struct AbortSignal {
-    state: Arc<AbortState>,
+    /// `None` for a signal that never fires: it allocates nothing and waits
+    /// on nothing (most asks over HTTP carry one for as long as they wait).
+    state: Option<Arc<AbortState>>,
 }
 
 impl AbortController {
@@ -162,7 +174,7 @@ impl AbortController {
     /// A signal that fires when this controller aborts.
     pub fn signal(&self) -> AbortSignal {
         AbortSignal {
-            state: self.state.clone(),
+            state: Some(self.state.clone()),
         }
     }
 
@@ -182,18 +194,23 @@ impl AbortSignal {
 
     /// Whether the signal has fired.
     pub fn is_aborted(&self) -> bool {
-        self.state.aborted.load(Ordering::SeqCst)
+        self.state
+            .as_ref()
+            .is_some_and(|state| state.aborted.load(Ordering::SeqCst))
     }
 
     /// Resolves once the signal fires (at once if it already has).
     pub async fn aborted(&self) {
+        let Some(state) = &self.state else {
+            return std::future::pending().await;
+        };
         loop {
-            if self.is_aborted() {
+            if state.aborted.load(Ordering::SeqCst) {
                 return;
             }
-            let listener = self.state.event.listen();
+            let listener = state.event.listen();
             // Checked again after listening so a concurrent abort is not missed.
-            if self.is_aborted() {
+            if state.aborted.load(Ordering::SeqCst) {
                 return;
             }
             listener.await;
@@ -333,11 +350,16 @@ impl UserInteraction {
             (active.provider.clone(), active.disposed.signal())
         };
         let abort = context.abort.clone();
-        let answer = provider.ask(request.clone(), context);
+        // Kept only to normalise what the provider did not.
+        let normalize_against = (!provider.answers_normalized()).then(|| request.clone());
+        let answer = provider.ask(request, context);
         let gave_up = pin!(abort.aborted());
         let went_away = pin!(disposed.aborted());
         match select(answer, select(gave_up, went_away)).await {
-            Either::Left((answer, _)) => answer?.normalize(&request),
+            Either::Left((answer, _)) => match &normalize_against {
+                Some(request) => answer?.normalize(request),
+                None => answer,
+            },
             Either::Right((Either::Left(_), _)) => Err(UserInteractionError::aborted()),
             Either::Right((Either::Right(_), _)) => Err(UserInteractionError::provider_disposed()),
         }

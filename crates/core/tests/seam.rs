@@ -472,6 +472,40 @@ fn a_provider_answer_that_breaks_a_rule_is_bad_answer() {
     assert_eq!(code(missing), ErrorCode::BadAnswer);
 }
 
+/// [`Scripted`], saying its answers are normalised already.
+struct NormalizesItself(Scripted);
+
+impl UserInteractionProvider for NormalizesItself {
+    fn ask(&self, request: AskRequest, context: AskContext) -> ProviderFuture<'_> {
+        self.0.ask(request, context)
+    }
+
+    fn answers_normalized(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn an_answer_of_a_provider_that_normalises_its_own_is_passed_on_as_given() {
+    // Out of order and padded: the seam would reorder and trim it.
+    let answers = json!([
+        {"id": "notes", "selected": [], "custom": "  none  "},
+        {"id": "db", "selected": ["Postgres (Recommended)"]},
+        {"id": "features", "selected": []}
+    ]);
+    let service = UserInteraction::new();
+    let (scripted, _) = Scripted::answering(answers.clone());
+    let scripted = Arc::into_inner(scripted).expect("the only handle");
+    let _registration = service
+        .register_provider(Arc::new(NormalizesItself(scripted)))
+        .unwrap();
+    let out = as_json(ask(&service, batch_request()));
+    assert_eq!(out["answers"], answers);
+    // The same answer from a provider that does not say so is normalised.
+    let normalised = as_json(answer_through_provider(answers.clone()));
+    assert_ne!(normalised["answers"], answers);
+}
+
 #[test]
 fn a_cancellation_survives_to_the_tool_result_as_its_code() {
     let service = UserInteraction::new();

@@ -102,11 +102,57 @@ impl StoreError {
     }
 }
 
+/// A new question as the record keeps it: its JSON, made once by the caller
+/// (from the request's canonical JSON the pending table keeps too), so the
+/// writer neither copies nor serialises the request again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    /// The question's id.
+    pub id: String,
+    /// Its session.
+    pub session: String,
+    /// When it was asked (Unix ms).
+    pub created_at_ms: u64,
+    /// The question exactly as `serde_json` writes core's
+    /// [`QuestionRequested`].
+    pub json: String,
+}
+
+impl Asked {
+    /// `question` with `request_json`, its request's canonical JSON
+    /// (`serde_json::to_vec(&question.request)`), written around it.
+    pub fn with_request_json(question: &QuestionRequested, request_json: &[u8]) -> Self {
+        Self {
+            id: question.id.clone(),
+            session: question.session.clone(),
+            created_at_ms: question.created_at_ms,
+            json: crate::pending::question_json(question, request_json),
+        }
+    }
+}
+
+impl From<&QuestionRequested> for Asked {
+    fn from(question: &QuestionRequested) -> Self {
+        Self {
+            id: question.id.clone(),
+            session: question.session.clone(),
+            created_at_ms: question.created_at_ms,
+            json: serde_json::to_string(question).expect("wire types always serialise"),
+        }
+    }
+}
+
+impl From<QuestionRequested> for Asked {
+    fn from(question: QuestionRequested) -> Self {
+        Self::from(&question)
+    }
+}
+
 /// One change to the record.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Write {
     /// A new question, written before anyone may see it.
-    Asked(QuestionRequested),
+    Asked(Asked),
     /// The row of an ask that was not registered after all (it attached to
     /// an identical question, or was refused).
     Discard {

@@ -12,7 +12,7 @@ use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
 use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry, TranscriptRecord,
 };
-use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, params};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -235,6 +235,11 @@ impl SqliteStore {
         let (jobs, queue) = mpsc::channel();
         let writer = Writer {
             conn,
+            wal: {
+                let mut wal = path.clone().into_os_string();
+                wal.push("-wal");
+                wal.into()
+            },
             path: path.clone(),
             health: health.clone(),
             budget,
@@ -262,8 +267,12 @@ impl SqliteStore {
     }
 }
 
-/// How often the WAL is copied back into the database file.
-const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often the WAL is copied back into the database file. Often enough
+/// that at full rate (hundreds of MB of journal a second) it stays well under
+/// its share of `--max-store-bytes`, so the writer never has to truncate it
+/// itself (a stall of every write behind a checkpoint and its fsync), and the
+/// journal is written over in place rather than grown.
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// A thread that checkpoints the WAL every [`CHECKPOINT_INTERVAL`] on its own
 /// connection (`PASSIVE`: it never blocks the writer), until the returned
@@ -632,7 +641,7 @@ impl RestoreReport {
         if self.refused.is_empty() {
             return Ok(());
         }
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut dispose = tx.prepare(
                 "UPDATE questions SET outcome = 'disposed', answer = NULL, resolved_ms = ?2, \
@@ -844,7 +853,7 @@ struct Allowance {
 /// A job with what it adds to the file, its JSON serialised once.
 struct Queued {
     job: Job,
-    /// An asked question's or an answer's JSON.
+    /// An answer's JSON (a question comes with its own).
     json: Option<String>,
     /// About what it adds to the file.
     bytes: u64,
@@ -853,12 +862,12 @@ struct Queued {
 impl Queued {
     fn new(job: Job) -> Self {
         let json = match &job {
-            Job::Write(Write::Asked(question), _) => Some(to_json(question)),
             Job::Write(Write::Answered { answer, .. }, _) => Some(to_json(answer)),
             _ => None,
         };
         let text = match &job {
             Job::Write(Write::Message { message, .. }, _) => message.text.len(),
+            Job::Write(Write::Asked(asked), _) => asked.json.len(),
             _ => json.as_ref().map_or(0, String::len),
         };
         let bytes = match &job {
@@ -874,7 +883,7 @@ impl Queued {
     /// byte bound may refuse and the session's rate counts.
     fn new_row(&self) -> Option<&str> {
         match &self.job {
-            Job::Write(Write::Asked(question), _) => Some(&question.session),
+            Job::Write(Write::Asked(asked), _) => Some(&asked.session),
             Job::Write(Write::Message { session, .. }, _) => Some(session),
             _ => None,
         }
@@ -884,6 +893,8 @@ impl Queued {
 struct Writer {
     conn: Connection,
     path: PathBuf,
+    /// The journal beside it (`…-wal`).
+    wal: PathBuf,
     health: Arc<Health>,
     budget: Budget,
     rates: HashMap<String, Allowance>,
@@ -986,10 +997,15 @@ impl Writer {
                 self.rates.clear();
             }
         }
-        let allowance = self.rates.entry(session.to_owned()).or_insert(Allowance {
-            bytes: per_minute,
-            at: now,
-        });
+        // Looked up before inserting: a known session's write copies no name.
+        if !self.rates.contains_key(session) {
+            let whole = Allowance {
+                bytes: per_minute,
+                at: now,
+            };
+            self.rates.insert(session.to_owned(), whole);
+        }
+        let allowance = self.rates.get_mut(session).expect("inserted above");
         refill(allowance);
         if allowance.bytes < per_minute && allowance.bytes < job.bytes {
             return Some(StoreError::TooFast(format!(
@@ -1001,16 +1017,36 @@ impl Writer {
         None
     }
 
+    /// Applies `batch` in one transaction: all of it is kept, or (an error)
+    /// none of it. Its statements, `BEGIN` and `COMMIT` included, are
+    /// prepared once per connection.
     fn apply_all(
         &mut self,
         batch: &[Queued],
         too_fast: &[Option<StoreError>],
     ) -> rusqlite::Result<Vec<Result<bool, StoreError>>> {
+        self.conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        let applied = self.apply_each(batch, too_fast).and_then(|results| {
+            self.conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(results)
+        });
+        if applied.is_err() && !self.conn.is_autocommit() {
+            // Nothing of a failed batch stays (as a dropped transaction).
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        applied
+    }
+
+    fn apply_each(
+        &self,
+        batch: &[Queued],
+        too_fast: &[Option<StoreError>],
+    ) -> rusqlite::Result<Vec<Result<bool, StoreError>>> {
         let budget = self.budget;
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut used = used_bytes(&tx)?;
+        let conn = &self.conn;
+        // Read when a new row comes (a batch of answers and deliveries adds
+        // none worth the bound's check).
+        let mut used = None;
         let mut results = Vec::with_capacity(batch.len());
         for (job, refused) in batch.iter().zip(too_fast) {
             if let Some(refused) = refused {
@@ -1021,21 +1057,29 @@ impl Writer {
                 results.push(Ok(true));
                 continue;
             };
-            if job.new_row().is_some() && used + job.bytes > budget.target {
-                used = make_room(&tx, budget.low.saturating_sub(job.bytes))?;
-                if used + job.bytes > budget.target {
-                    results.push(Err(StoreError::Full(format!(
-                        "{} holds {used} bytes of pending questions and held answers, \
-                         the most it may (--max-store-bytes); answer or cancel some first",
-                        self.path.display()
-                    ))));
-                    continue;
+            if job.new_row().is_some() {
+                let mut now = match used {
+                    Some(used) => used,
+                    None => used_bytes(conn)?,
+                };
+                if now + job.bytes > budget.target {
+                    now = make_room(conn, budget.low.saturating_sub(job.bytes))?;
+                    if now + job.bytes > budget.target {
+                        used = Some(now);
+                        results.push(Err(StoreError::Full(format!(
+                            "{} holds {now} bytes of pending questions and held answers, \
+                             the most it may (--max-store-bytes); answer or cancel some first",
+                            self.path.display()
+                        ))));
+                        continue;
+                    }
                 }
+                used = Some(now + job.bytes);
+            } else if let Some(used) = &mut used {
+                *used += job.bytes;
             }
-            used += job.bytes;
-            results.push(Ok(apply(&tx, write, job.json.as_deref())?));
+            results.push(Ok(apply(conn, write, job.json.as_deref())?));
         }
-        tx.commit()?;
         Ok(results)
     }
 
@@ -1056,9 +1100,7 @@ impl Writer {
     /// Truncates the journal once it outgrows its share of the bound (the
     /// checkpointer keeps it small unless writes outpace it).
     fn keep_journal_small(&mut self) {
-        let mut wal = self.path.clone().into_os_string();
-        wal.push("-wal");
-        let big = std::fs::metadata(&wal).is_ok_and(|m| m.len() > self.budget.journal);
+        let big = std::fs::metadata(&self.wal).is_ok_and(|m| m.len() > self.budget.journal);
         if big && owner_may_write(&self.path).unwrap_or(false) {
             // Busy (a reader holds an old snapshot): tried again after the next batch.
             let _ = self
@@ -1070,10 +1112,12 @@ impl Writer {
 
 /// Bytes of the database's pages in use (its free pages are reused first).
 fn used_bytes(conn: &Connection) -> rusqlite::Result<u64> {
-    let pragma =
-        |name: &str| conn.query_row(&format!("PRAGMA {name}"), [], |row| row.get::<_, i64>(0));
-    let pages = pragma("page_count")? - pragma("freelist_count")?;
-    Ok(pages.max(0) as u64 * pragma("page_size")?.max(0) as u64)
+    let pragma = |sql: &str| {
+        conn.prepare_cached(sql)?
+            .query_row([], |row| row.get::<_, i64>(0))
+    };
+    let pages = pragma("PRAGMA page_count")? - pragma("PRAGMA freelist_count")?;
+    Ok(pages.max(0) as u64 * pragma("PRAGMA page_size")?.max(0) as u64)
 }
 
 /// Deletes the oldest resolved questions that are not held, and the messages
@@ -1129,8 +1173,8 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("wire types always serialise")
 }
 
-/// Applies one write (`json`: its question's or answer's JSON, when
-/// serialised already); whether it changed the record.
+/// Applies one write (`json`: its answer's JSON, when serialised already);
+/// whether it changed the record.
 fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Result<bool> {
     // Serialised here only when the caller had not (a batch applied again).
     let json_of = |value: &dyn Fn() -> String| match json {
@@ -1138,15 +1182,15 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
         None => std::borrow::Cow::Owned(value()),
     };
     let changed = match write {
-        Write::Asked(question) => conn
+        Write::Asked(asked) => conn
             .prepare_cached(
                 "INSERT INTO questions (id, session, question, created_ms) VALUES (?1, ?2, ?3, ?4)",
             )?
             .execute(params![
-                question.id,
-                question.session,
-                json_of(&|| to_json(question)),
-                question.created_at_ms as i64
+                asked.id,
+                asked.session,
+                asked.json,
+                asked.created_at_ms as i64
             ])?,
         Write::Discard { id } => conn
             .prepare_cached("DELETE FROM questions WHERE id = ?1 AND outcome IS NULL")?

@@ -68,7 +68,7 @@ async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opene
         "q_delivered",
         "q_aborted",
     ] {
-        assert!(kept(&store, Write::Asked(question(id, "s", 1))).await);
+        assert!(kept(&store, Write::Asked(question(id, "s", 1).into())).await);
     }
     let answered = |id: &str| Write::Answered {
         id: id.to_owned(),
@@ -115,7 +115,7 @@ async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opene
 async fn the_first_answer_written_wins_and_an_ending_of_the_table_overrides_an_undelivered_one() {
     let dir = TempDir::new();
     let store = SqliteStore::open(&dir.0).unwrap();
-    assert!(kept(&store, Write::Asked(question("q_1", "s", 1))).await);
+    assert!(kept(&store, Write::Asked(question("q_1", "s", 1).into())).await);
     let answered = Write::Answered {
         id: "q_1".into(),
         answer: answer(),
@@ -154,7 +154,7 @@ async fn history_pages_go_newest_first_and_lose_no_record_resolved_in_the_same_m
     for (n, at) in times.iter().enumerate() {
         let id = format!("q_{n:02}");
         let session = if n % 2 == 0 { "even" } else { "odd" };
-        assert!(kept(&store, Write::Asked(question(&id, session, 1))).await);
+        assert!(kept(&store, Write::Asked(question(&id, session, 1).into())).await);
         let answered = Write::Answered {
             id,
             answer: answer(),
@@ -228,7 +228,7 @@ async fn history_pages_hold_at_most_limit_and_a_cursor_splits_a_millisecond_with
         .collect();
     for (n, at) in times.iter().enumerate() {
         let id = format!("q_{n:02}");
-        assert!(kept(&store, Write::Asked(question(&id, "s", 1))).await);
+        assert!(kept(&store, Write::Asked(question(&id, "s", 1).into())).await);
         let ended = Write::Ended {
             id,
             outcome: Outcome::Timeout,
@@ -265,7 +265,7 @@ async fn pruning_deletes_old_resolved_questions_and_messages_but_never_held_or_p
     let dir = TempDir::new();
     let store = SqliteStore::open(&dir.0).unwrap();
     for id in ["q_old", "q_new", "q_held", "q_pending"] {
-        assert!(kept(&store, Write::Asked(question(id, "s", 1))).await);
+        assert!(kept(&store, Write::Asked(question(id, "s", 1).into())).await);
     }
     for (id, at_ms) in [("q_old", 100), ("q_new", 1_000), ("q_held", 100)] {
         let answered = Write::Answered {
@@ -319,7 +319,7 @@ async fn clearing_deletes_a_sessions_resolved_questions_only() {
     let dir = TempDir::new();
     let store = SqliteStore::open(&dir.0).unwrap();
     for (id, session) in [("q_a", "a"), ("q_b", "b"), ("q_open", "a")] {
-        assert!(kept(&store, Write::Asked(question(id, session, 1))).await);
+        assert!(kept(&store, Write::Asked(question(id, session, 1).into())).await);
     }
     for id in ["q_a", "q_b"] {
         let ended = Write::Ended {
@@ -421,13 +421,13 @@ async fn the_file_is_private_and_a_read_only_file_fails_every_write_loudly() {
     let store = SqliteStore::open(&dir.0).unwrap();
     let path = store.path().to_owned();
     assert_eq!(mode(&path), 0o600);
-    assert!(kept(&store, Write::Asked(question("q_1", "s", 1))).await);
+    assert!(kept(&store, Write::Asked(question("q_1", "s", 1).into())).await);
     assert_eq!(mode(&dir.0.join("ask-user.db-wal")), 0o600);
     assert_eq!(store.trouble(), None);
 
     set_mode(&path, 0o400);
     let refused = store
-        .submit(Write::Asked(question("q_2", "s", 1)))
+        .submit(Write::Asked(question("q_2", "s", 1).into()))
         .kept()
         .await
         .unwrap_err();
@@ -439,10 +439,22 @@ async fn the_file_is_private_and_a_read_only_file_fails_every_write_loudly() {
     assert_eq!(store.trouble(), Some(refused.reason().to_owned()));
 
     set_mode(&path, 0o600);
-    assert!(kept(&store, Write::Asked(question("q_3", "s", 1))).await);
+    assert!(kept(&store, Write::Asked(question("q_3", "s", 1).into())).await);
     assert_eq!(store.trouble(), None, "recovered");
     drop(store);
     let restored = SqliteStore::open(&dir.0).unwrap().restored();
     let ids: Vec<&str> = restored.pending.iter().map(|q| q.id.as_str()).collect();
     assert_eq!(ids, ["q_1", "q_3"], "the refused write was not kept");
+}
+
+#[test]
+fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
+    let mut asked = question("q_\"1\"", "s ✓", 7);
+    for asked_by in [asked.asked_by.clone(), None] {
+        asked.asked_by = asked_by;
+        let request_json = crate::pending::request_json(&asked.request);
+        let row = crate::store::Asked::with_request_json(&asked, &request_json);
+        assert_eq!(row, crate::store::Asked::from(&asked));
+        assert_eq!(row.json, serde_json::to_string(&asked).unwrap());
+    }
 }
