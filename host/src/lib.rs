@@ -117,11 +117,22 @@ pub async fn serve_with(
     state: AppState,
     limits: server::Limits,
 ) -> std::io::Result<()> {
+    serve_tls(listener, state, limits, None).await
+}
+
+/// [`serve_with`], speaking TLS with `tls` when given (`--tls-cert`; see
+/// [`server::tls_config`]).
+pub async fn serve_tls(
+    listener: TcpListener,
+    state: AppState,
+    limits: server::Limits,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
     state.spawn_background_tasks();
     if state.config().demo {
         demo::spawn(state.clone());
     }
-    server::run(listener, state.clone(), app(state.clone()), limits).await?;
+    server::run_tls(listener, state.clone(), app(state.clone()), limits, tls).await?;
     // What shutdown resolved (every waiting ask `disposed`) is kept before exit.
     if let Err(error) = state.record().flush().kept().await {
         tracing::error!(error = %logged::logged(&error), "the store could not keep the last writes");

@@ -74,6 +74,12 @@ pub struct HostConfig {
     /// Resolved questions and messages older than this many days are pruned
     /// from the record at start and hourly (`--keep-days`); 0 keeps them.
     pub keep_days: u32,
+    /// The origin a paired device reaches the person's side through
+    /// (`--remote https://NAME[:PORT]`), besides loopback.
+    pub remote: Option<crate::security::RemoteOrigin>,
+    /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
+    /// remote origin, with the master token (`--remote-agents`).
+    pub remote_agents: bool,
 }
 
 impl HostConfig {
@@ -93,6 +99,8 @@ impl HostConfig {
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
             keep_days: crate::store::DEFAULT_KEEP_DAYS,
+            remote: None,
+            remote_agents: false,
         }
     }
 }
