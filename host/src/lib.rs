@@ -27,6 +27,7 @@ pub mod ask_cmd;
 pub mod cli;
 pub mod data_dir;
 pub mod demo;
+pub mod devices;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -71,8 +72,10 @@ pub fn app(state: AppState) -> Router {
     let api = api::router()
         .merge(events::router())
         .merge(inbox::router())
+        .merge(devices::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
+        .merge(devices::public_router())
         .route("/api/health", get(api::health))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found));

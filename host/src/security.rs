@@ -10,6 +10,7 @@
 //! TLS front) may say who the client is with `X-Forwarded-For`; nobody else
 //! may.
 
+use crate::devices::Credential;
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::{ConnectInfo, Request, State};
@@ -434,10 +435,14 @@ fn authenticate(
 }
 
 /// Refuses (401) an `/api` request without the token; 429
-/// `TOO_MANY_AUTH_FAILURES` once its peer presented too many wrong ones.
+/// `TOO_MANY_AUTH_FAILURES` once its peer presented too many wrong ones. On
+/// the `--remote` origin: a paired device's cookie, never the master token,
+/// and the agents' endpoints only with `--remote-agents`. Records who the
+/// request authenticated as ([`Credential`]); a device's response (its
+/// streams) ends when the device is revoked.
 pub async fn require_token(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let peer = peer_of(&request);
@@ -452,27 +457,53 @@ pub async fn require_token(
             .into_response();
         }
         if !agents {
-            let checked = authenticate(&state, peer, || {
-                match presented(&state, request.method(), request.uri(), request.headers()) {
+            let device = crate::devices::presented_credential(request.headers())
+                .map(|credential| state.devices().authenticate(&credential));
+            let checked = authenticate(&state, peer, || match &device {
+                Some(Some(_)) => Presented::Valid,
+                // An unknown or revoked device credential is a wrong guess.
+                Some(None) => Presented::Wrong,
+                None => match presented(&state, request.method(), request.uri(), request.headers())
+                {
                     // Checked like any credential (so guesses are throttled),
                     // then refused even when right.
                     Presented::Valid => Presented::Master,
                     other => other,
-                }
+                },
             });
-            return match checked {
-                Ok(()) => next.run(request).await,
-                Err(error) => error.into_response(),
+            if let Err(error) = checked {
+                return error.into_response();
+            }
+            let Some(Some(device)) = device else {
+                return ApiError::Unauthorized.into_response();
             };
+            let revoked = device.revoked.clone();
+            request.extensions_mut().insert(Credential::Device(device));
+            return until_revoked(next.run(request).await, revoked);
         }
     }
     let checked = authenticate(&state, peer, || {
         presented(&state, request.method(), request.uri(), request.headers())
     });
     match checked {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            request.extensions_mut().insert(Credential::Master);
+            next.run(request).await
+        }
         Err(error) => error.into_response(),
     }
+}
+
+/// `response` with its body cut off when `revoked` fires (a device's event
+/// stream ends at once when the device is revoked).
+fn until_revoked(response: Response, revoked: tokio_util::sync::CancellationToken) -> Response {
+    use futures_util::StreamExt;
+    response.map(|body| {
+        axum::body::Body::from_stream(
+            body.into_data_stream()
+                .take_until(revoked.cancelled_owned()),
+        )
+    })
 }
 
 /// The landing step: `GET /?token=...` with the right token sets the HttpOnly

@@ -138,6 +138,8 @@ struct Inner {
     pages: Arc<std::sync::atomic::AtomicUsize>,
     /// This run's id, for `POST /api/page-opener`.
     run: String,
+    /// Paired devices and open pairings.
+    devices: crate::devices::Devices,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -217,6 +219,7 @@ impl AppState {
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
+        let kept_devices = record.restored().devices;
         Self {
             inner: Arc::new(Inner {
                 guard: crate::security::Guard::new(&config.token),
@@ -233,6 +236,7 @@ impl AppState {
                 )),
                 pages: Default::default(),
                 run: random_token(),
+                devices: crate::devices::Devices::new(kept_devices),
             }),
         }
     }
@@ -266,6 +270,11 @@ impl AppState {
     /// This run's cookie and the throttle of wrong tokens.
     pub fn guard(&self) -> &crate::security::Guard {
         &self.inner.guard
+    }
+
+    /// Paired devices and open pairings.
+    pub fn devices(&self) -> &crate::devices::Devices {
+        &self.inner.devices
     }
 
     /// The open inbox streams' permits (see [`crate::inbox::MAX_INBOX_STREAMS`]).

@@ -153,6 +153,15 @@ pub enum Write {
         /// When (Unix ms).
         at_ms: u64,
     },
+    /// A device was paired (its credential's hash, never the credential).
+    DevicePaired(DeviceRecord),
+    /// A device was revoked: its credential no longer works.
+    DeviceRevoked {
+        /// The device's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
     /// Deletes resolved questions (not held ones) and messages older than
     /// `before_ms`.
     Prune {
@@ -201,6 +210,23 @@ pub struct Restored {
     /// their session, oldest first: the transcripts and the session list
     /// start where they were.
     pub transcripts: Vec<(String, TranscriptEntry)>,
+    /// The paired devices not revoked, oldest first.
+    pub devices: Vec<DeviceRecord>,
+}
+
+/// A paired device as kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// Host-minted id (`d_` and 16 hex digits).
+    pub id: String,
+    /// The name the device gave itself.
+    pub name: String,
+    /// Its browser and OS, as its user agent said when it paired.
+    pub agent: String,
+    /// SHA-256 of its credential, hex.
+    pub credential_sha256: String,
+    /// When it was paired (Unix ms).
+    pub paired_at_ms: u64,
 }
 
 /// One resolved question as the history shows it.

@@ -28,7 +28,7 @@ pub const DATABASE_FILE: &str = "ask-user.db";
 pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -76,6 +76,19 @@ CREATE TABLE messages (
     at_ms INTEGER NOT NULL
 );
 CREATE INDEX messages_session ON messages (session, at_ms);
+";
+
+/// Schema 2 (issue 21): paired devices, each with the SHA-256 of its
+/// credential (never the credential). Added to a schema 1 file on open.
+const DEVICES: &str = "
+CREATE TABLE IF NOT EXISTS devices (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    credential_sha256 TEXT NOT NULL UNIQUE,
+    paired_ms INTEGER NOT NULL,
+    revoked_ms INTEGER
+);
 ";
 
 enum Job {
@@ -188,6 +201,9 @@ impl SqliteStore {
             create_schema(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         } else {
             check_existing(&conn, &path)?;
+            if writable {
+                migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
         }
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -332,6 +348,7 @@ fn tighten_mode(_path: &Path) {}
 fn create_schema(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(DEVICES)?;
     tx.execute(
         "INSERT INTO schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -363,13 +380,29 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         })
         .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
     match version {
-        Some(SCHEMA_VERSION) => Ok(()),
+        Some(1 | SCHEMA_VERSION) => Ok(()),
         Some(v) if v > SCHEMA_VERSION => Err(refuse(
             path,
             format!("written by a newer ask-user (schema {v}, this one knows {SCHEMA_VERSION})"),
         )),
         other => Err(refuse(path, format!("unknown schema version {other:?}"))),
     }
+}
+
+/// Brings a schema 1 file to schema 2 (the devices table).
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(DEVICES)?;
+    let version: i64 = tx.query_row("SELECT max(version) FROM schema_version", [], |row| {
+        row.get(0)
+    })?;
+    if version < SCHEMA_VERSION {
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [SCHEMA_VERSION],
+        )?;
+    }
+    tx.commit()
 }
 
 /// The most problems `quick_check` is asked for (SQLite's default is 100).
@@ -466,7 +499,35 @@ fn load(conn: &Connection) -> rusqlite::Result<Restored> {
         }
     }
     restored.transcripts = load_transcripts(conn)?;
+    restored.devices = load_devices(conn)?;
     Ok(restored)
+}
+
+/// The devices not revoked, oldest first (none in a schema 1 file opened
+/// read-only).
+fn load_devices(conn: &Connection) -> rusqlite::Result<Vec<super::DeviceRecord>> {
+    let exists: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'devices'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let mut statement = conn.prepare(
+        "SELECT id, name, agent, credential_sha256, paired_ms FROM devices \
+         WHERE revoked_ms IS NULL ORDER BY paired_ms",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(super::DeviceRecord {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            agent: row.get(2)?,
+            credential_sha256: row.get(3)?,
+            paired_at_ms: row.get::<_, i64>(4)? as u64,
+        })
+    })?;
+    rows.collect()
 }
 
 /// The most bytes of transcripts read back at start, in all sessions (the
@@ -990,6 +1051,23 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                 message.text,
                 *at_ms as i64
             ])?,
+        Write::DevicePaired(device) => conn
+            .prepare_cached(
+                "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                device.id,
+                device.name,
+                device.agent,
+                device.credential_sha256,
+                device.paired_at_ms as i64
+            ])?,
+        Write::DeviceRevoked { id, at_ms } => conn
+            .prepare_cached(
+                "UPDATE devices SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
+            )?
+            .execute(params![id, *at_ms as i64])?,
         Write::Prune { before_ms } => {
             let before = *before_ms as i64;
             conn.prepare_cached(
