@@ -39,6 +39,11 @@ pub enum Command {
     Mcp(crate::mcp_stdio::McpArgs),
     /// Print the record of resolved questions (JSON or a Markdown decision log), or clear it.
     History(crate::history_cmd::HistoryArgs),
+    /// Pair a phone or another computer: prints a link and its QR code for the
+    /// device to open on the --remote origin, then asks whether to allow it.
+    Pair(crate::devices_cmd::PairArgs),
+    /// List the paired devices (name, paired at, last seen), or revoke one.
+    Devices(crate::devices_cmd::DevicesArgs),
 }
 
 /// `ask-user serve`.

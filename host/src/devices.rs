@@ -431,6 +431,9 @@ pub struct OpenedPairing {
     pub url: String,
     /// When the code stops working (Unix ms).
     pub expires_at_ms: u64,
+    /// `url` as a QR code (SVG), for the page.
+    #[serde(default)]
+    pub qr_svg: String,
 }
 
 async fn open_pairing(
@@ -447,8 +450,10 @@ async fn open_pairing(
         ));
     };
     let (id, code) = state.devices().open_pairing(Instant::now());
+    let url = format!("{}/pair#{code}", remote.origin);
     Ok(Json(OpenedPairing {
-        url: format!("{}/pair#{code}", remote.origin),
+        qr_svg: crate::devices_cmd::svg_qr(&url),
+        url,
         id,
         code,
         expires_at_ms: now_ms() + PAIRING_LIFE.as_millis() as u64,

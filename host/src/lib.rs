@@ -28,6 +28,8 @@ pub mod cli;
 pub mod data_dir;
 pub mod demo;
 pub mod devices;
+pub mod devices_cmd;
+pub mod devices_page;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -84,6 +86,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(api)
         .merge(mcp::router(&state))
+        .merge(devices_page::router())
         .merge(page)
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
         .layer(from_fn_with_state(
