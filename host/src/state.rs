@@ -10,7 +10,7 @@ use crate::pending::{
 };
 use crate::provider::{WebProvider, no_room};
 use crate::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
-use ask_user_core::wire::{AskedBy, MessageCreated, Role};
+use ask_user_core::wire::{AnsweredBy, AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
     SessionId, UserInteraction, UserInteractionError,
@@ -301,28 +301,52 @@ impl AppState {
         id: &str,
         answer: AnswerBatch,
     ) -> Result<(), ApiError> {
+        self.answer_by(session, id, answer, None).await
+    }
+
+    /// [`AppState::answer`], the record naming who answered (the page or a
+    /// paired device).
+    pub async fn answer_by(
+        &self,
+        session: &SessionId,
+        id: &str,
+        answer: AnswerBatch,
+        by: Option<AnsweredBy>,
+    ) -> Result<(), ApiError> {
         let session = session.as_str();
         let answer = self.inner.store.check_answer(session, id, answer)?;
         let write = Write::Answered {
             id: id.to_owned(),
             answer: answer.clone(),
             at_ms: now_ms(),
+            by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.store.claim(session, id, answer)?)
+        Ok(self.inner.store.claim_by(session, id, answer, by)?)
     }
 
     /// The person closed question `id`: written to the record, then claimed
     /// like an answer.
     pub async fn cancel(&self, session: &SessionId, id: &str) -> Result<(), ApiError> {
+        self.cancel_by(session, id, None).await
+    }
+
+    /// [`AppState::cancel`], the record naming who cancelled.
+    pub async fn cancel_by(
+        &self,
+        session: &SessionId,
+        id: &str,
+        by: Option<AnsweredBy>,
+    ) -> Result<(), ApiError> {
         let session = session.as_str();
         self.inner.store.check_pending(session, id)?;
         let write = Write::Cancelled {
             id: id.to_owned(),
             at_ms: now_ms(),
+            by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.store.cancel(session, id)?)
+        Ok(self.inner.store.cancel_by(session, id, by)?)
     }
 
     /// Writes the person's resolution; the record decides which one came

@@ -263,6 +263,25 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         json!({"answers": [{"id": "ship", "selected": ["Yes"]}]})
     );
 
+    // The record names the phone.
+    let transcript: Value = client
+        .get(format!("{}/api/sessions/default/transcript", host.origin()))
+        .bearer_auth(host.token().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let last = transcript["entries"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["by"]["kind"], json!("device"), "{last}");
+    assert_eq!(last["by"]["device"]["name"], json!("Pixel 8"), "{last}");
+
     // The desktop lists the device.
     desktop
         .goto(&format!("{}/devices", host.origin()))

@@ -21,20 +21,61 @@ struct Setup {
     host: TestHost,
     front: TlsFront,
     cert: TestCert,
+    data_dir: Option<std::path::PathBuf>,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.data_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
 }
 
 impl Setup {
     async fn start() -> Self {
+        Self::start_in(None).await
+    }
+
+    /// With a SQLite store in a data directory of the test's own.
+    async fn start_recording() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "auq-pairing-{}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        Self::start_in(Some(dir)).await
+    }
+
+    async fn start_in(data_dir: Option<std::path::PathBuf>) -> Self {
         let cert = TestCert::new();
         let mut front = TlsFront::bind(&cert).await;
         let origin = front.origin();
-        let host = TestHost::start_with(|config| {
-            config.remote = Some(RemoteOrigin::parse(&origin).unwrap());
-        })
+        let record: std::sync::Arc<dyn ask_user_host::store::Store> = match &data_dir {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).unwrap();
+                std::sync::Arc::new(ask_user_host::store::SqliteStore::open(dir).unwrap())
+            }
+            None => std::sync::Arc::new(ask_user_host::store::EphemeralStore),
+        };
+        let host = TestHost::start_recording(
+            |config| {
+                config.remote = Some(RemoteOrigin::parse(&origin).unwrap());
+            },
+            record,
+        )
         .await;
         let backend: SocketAddr = host.base.trim_start_matches("http://").parse().unwrap();
         front.forward_to(backend);
-        Self { host, front, cert }
+        Self {
+            host,
+            front,
+            cert,
+            data_dir,
+        }
     }
 
     fn authority(&self) -> String {
@@ -350,4 +391,69 @@ async fn pairing_needs_a_remote_origin() {
             .unwrap()
             .contains("--remote")
     );
+}
+
+#[tokio::test]
+async fn the_record_names_the_device_or_the_page_that_answered_in_the_stream_transcript_history_and_decision_log()
+ {
+    let setup = Setup::start_recording().await;
+    let (device, cookie) = setup.paired().await;
+    let mut events = setup.host.events("s1").await;
+    events.replay().await;
+    let question = json!({"questions": [{"id": "ship", "question": "Ship it?",
+        "options": [{"label": "Yes"}, {"label": "No"}]}]});
+
+    // Answered on the phone.
+    let agent = setup.host.ask("s1", "", &question);
+    let asked = events.requested().await;
+    let answered = setup
+        .phone(
+            "POST",
+            &format!("/api/sessions/s1/questions/{}/answer", asked.id),
+            Some(&cookie),
+            &json!({"answers": [{"id": "ship", "selected": ["Yes"]}]}),
+        )
+        .await;
+    assert_eq!(answered.status, StatusCode::OK, "{:?}", answered.body);
+    let resolved = events.resolved().await;
+    let on_phone = json!({"kind": "device", "device": {"id": device, "name": "Pixel 8"}});
+    assert_eq!(
+        serde_json::to_value(resolved.record.unwrap().by).unwrap(),
+        on_phone
+    );
+    assert_eq!(agent.await.unwrap().0, reqwest::StatusCode::OK);
+
+    // Cancelled on the host's page.
+    let agent = setup.host.ask("s1", "", &question);
+    let asked = events.requested().await;
+    let (status, _) = setup.host.cancel("s1", &asked.id).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let resolved = events.resolved().await;
+    assert_eq!(
+        serde_json::to_value(resolved.record.unwrap().by).unwrap(),
+        json!({"kind": "page"})
+    );
+    agent.await.unwrap();
+
+    let (_, transcript) = setup.host.get("/api/sessions/s1/transcript").await;
+    let bys: Vec<&Value> = transcript["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| &e["by"])
+        .collect();
+    assert_eq!(bys, vec![&on_phone, &json!({"kind": "page"})]);
+
+    let (_, history) = setup.host.get("/api/history?session=s1").await;
+    assert_eq!(history["records"][0]["by"], json!({"kind": "page"}));
+    assert_eq!(history["records"][1]["by"], on_phone);
+
+    let log = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .args(["history", "--format", "md", "--data-dir"])
+        .arg(setup.data_dir.as_ref().unwrap())
+        .output()
+        .expect("run ask-user history");
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("Answered on Pixel 8 at "), "{log}");
+    assert!(log.contains("Closed on the host's page at "), "{log}");
 }

@@ -18,7 +18,9 @@ pub mod sqlite;
 
 pub use sqlite::{DATABASE_FILE, SqliteStore};
 
-use ask_user_core::wire::{MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry};
+use ask_user_core::wire::{
+    AnsweredBy, MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry,
+};
 use ask_user_core::{AnswerBatch, UserInteractionError};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -115,6 +117,8 @@ pub enum Write {
         answer: AnswerBatch,
         /// When (Unix ms).
         at_ms: u64,
+        /// Who answered (the page or a device).
+        by: Option<AnsweredBy>,
     },
     /// The person closed the question; applied only while it is open.
     Cancelled {
@@ -122,6 +126,8 @@ pub enum Write {
         id: String,
         /// When (Unix ms).
         at_ms: u64,
+        /// Who cancelled (the page or a device).
+        by: Option<AnsweredBy>,
     },
     /// The pending table ended the question another way (aborted, timed out,
     /// expired, disposed). The table resolves a question once, so this
@@ -241,6 +247,9 @@ pub struct HistoryRecord {
     pub answer: Option<AnswerBatch>,
     /// When it was resolved (Unix ms).
     pub resolved_at_ms: u64,
+    /// Who answered or cancelled it (absent for other outcomes and older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<AnsweredBy>,
 }
 
 /// One transcript message as kept.

@@ -62,7 +62,8 @@ CREATE TABLE questions (
     outcome TEXT,
     answer TEXT,
     resolved_ms INTEGER,
-    delivery INTEGER NOT NULL DEFAULT 0
+    delivery INTEGER NOT NULL DEFAULT 0,
+    answered_by TEXT
 );
 CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
 CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
@@ -79,7 +80,8 @@ CREATE INDEX messages_session ON messages (session, at_ms);
 ";
 
 /// Schema 2 (issue 21): paired devices, each with the SHA-256 of its
-/// credential (never the credential). Added to a schema 1 file on open.
+/// credential (never the credential), and who answered each question
+/// (`questions.answered_by`, JSON). Added to a schema 1 file on open.
 const DEVICES: &str = "
 CREATE TABLE IF NOT EXISTS devices (
     id TEXT PRIMARY KEY,
@@ -393,6 +395,9 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(DEVICES)?;
+    if !has_column(&tx, "questions", "answered_by")? {
+        tx.execute_batch("ALTER TABLE questions ADD COLUMN answered_by TEXT")?;
+    }
     let version: i64 = tx.query_row("SELECT max(version) FROM schema_version", [], |row| {
         row.get(0)
     })?;
@@ -403,6 +408,15 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
         )?;
     }
     tx.commit()
+}
+
+/// Whether `table` has `column` (a schema 1 file read-only has no `answered_by`).
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        params![table, column],
+        |row| row.get(0),
+    )
 }
 
 /// The most problems `quick_check` is asked for (SQLite's default is 100).
@@ -576,7 +590,7 @@ fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, Transcri
             )
         )
         SELECT ?1, recent.kind, ifnull(m.id, q.id), m.role, m.text, q.question, q.outcome,
-               q.answer, recent.at, running
+               q.answer, recent.at, running, q.answered_by
         FROM recent
         LEFT JOIN messages AS m ON recent.kind = 0 AND m.seq = recent.seq
         LEFT JOIN questions AS q ON recent.kind = 1 AND q.seq = recent.seq
@@ -651,6 +665,9 @@ fn transcript_entry(
         let answer = answer
             .filter(|_| outcome == Outcome::Answered)
             .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
+        let by = row
+            .get::<_, Option<String>>(10)?
+            .and_then(|by| serde_json::from_str(&by).ok());
         TranscriptEntry::Record(TranscriptRecord {
             id,
             request: question.request,
@@ -659,6 +676,7 @@ fn transcript_entry(
             resolved_at_ms: at_ms,
             outcome,
             answer,
+            by,
         })
     };
     Ok(Some((session, entry)))
@@ -1008,18 +1026,28 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
         Write::Discard { id } => conn
             .prepare_cached("DELETE FROM questions WHERE id = ?1 AND outcome IS NULL")?
             .execute([id])?,
-        Write::Answered { id, answer, at_ms } => conn
+        Write::Answered {
+            id,
+            answer,
+            at_ms,
+            by,
+        } => conn
             .prepare_cached(
-                "UPDATE questions SET outcome = 'answered', answer = ?2, resolved_ms = ?3 \
+                "UPDATE questions SET outcome = 'answered', answer = ?2, resolved_ms = ?3, \
+                 answered_by = ?4 WHERE id = ?1 AND outcome IS NULL",
+            )?
+            .execute(params![
+                id,
+                json_of(&|| to_json(answer)),
+                *at_ms as i64,
+                by.as_ref().map(to_json)
+            ])?,
+        Write::Cancelled { id, at_ms, by } => conn
+            .prepare_cached(
+                "UPDATE questions SET outcome = 'cancelled', resolved_ms = ?2, answered_by = ?3 \
                  WHERE id = ?1 AND outcome IS NULL",
             )?
-            .execute(params![id, json_of(&|| to_json(answer)), *at_ms as i64])?,
-        Write::Cancelled { id, at_ms } => conn
-            .prepare_cached(
-                "UPDATE questions SET outcome = 'cancelled', resolved_ms = ?2 \
-                 WHERE id = ?1 AND outcome IS NULL",
-            )?
-            .execute(params![id, *at_ms as i64])?,
+            .execute(params![id, *at_ms as i64, by.as_ref().map(to_json)])?,
         Write::Ended { id, outcome, at_ms } => conn
             .prepare_cached(
                 "UPDATE questions SET outcome = ?2, answer = NULL, resolved_ms = ?3, delivery = 1 \
@@ -1120,10 +1148,18 @@ impl Store for SqliteStore {
 /// (exclusive) loses none of them.
 pub fn history(conn: &Connection, query: &HistoryQuery) -> rusqlite::Result<HistoryPage> {
     let limit = query.page_size();
-    let select = "SELECT question, outcome, answer, resolved_ms FROM questions \
+    // A schema 1 file read as it is (`ask-user history`) has no answered_by.
+    let by = if has_column(conn, "questions", "answered_by")? {
+        "answered_by"
+    } else {
+        "NULL"
+    };
+    let select = &format!(
+        "SELECT question, outcome, answer, resolved_ms, {by} FROM questions \
          WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
          AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
-         ORDER BY resolved_ms DESC, seq DESC LIMIT ?4";
+         ORDER BY resolved_ms DESC, seq DESC LIMIT ?4"
+    );
     let before = query.before.map(|ms| ms as i64);
     let since = query.since.map(|ms| ms as i64);
     let mut statement = conn.prepare_cached(select)?;
@@ -1168,6 +1204,7 @@ fn read_records(
         let outcome: String = row.get(1)?;
         let answer: Option<String> = row.get(2)?;
         let resolved: i64 = row.get(3)?;
+        let by: Option<String> = row.get(4)?;
         let (Ok(question), Some(outcome)) = (
             serde_json::from_str::<QuestionRequested>(&question),
             parse_outcome(&outcome),
@@ -1179,6 +1216,7 @@ fn read_records(
             outcome,
             answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
             resolved_at_ms: resolved.max(0) as u64,
+            by: by.and_then(|by| serde_json::from_str(&by).ok()),
         });
     }
     Ok(records)
