@@ -304,3 +304,77 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
     phone.close().await;
     desktop.close().await;
 }
+
+/// Opens `https://phone.test:PORT/pair#<code>` in a phone-sized Chromium
+/// with `lang`, asks to pair, and returns the refusal the page shows.
+async fn refusal_shown(
+    front: &TlsFront,
+    cert: &TestCert,
+    lang: &str,
+    code: &str,
+    shot: Option<&str>,
+) -> String {
+    let mut args: Vec<String> = cert.chromium_args();
+    args.push(format!("--lang={lang}"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let phone = Browser::launch_with_args(&args)
+        .await
+        .expect("Chromium starts");
+    phone
+        .cdp(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 360, "height": 740, "deviceScaleFactor": 2, "mobile": true}),
+        )
+        .await
+        .unwrap();
+    // navigator.language follows the emulated Accept-Language.
+    phone
+        .cdp(
+            "Emulation.setUserAgentOverride",
+            json!({"userAgent": PIXEL_UA, "acceptLanguage": lang}),
+        )
+        .await
+        .unwrap();
+    phone
+        .goto(&format!("{}/pair#{code}", front.origin()))
+        .await
+        .unwrap();
+    phone
+        .wait_for_css("#claim-button")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let shown = wait_js(
+        &phone,
+        "the refusal",
+        "const s = document.getElementById('status'); return s.className === 'error' && s.textContent",
+    )
+    .await;
+    if let Some(shot) = shot {
+        phone.screenshot(&screenshots().join(shot)).await.unwrap();
+    }
+    phone.close().await;
+    shown.as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn a_used_or_unknown_pairing_link_says_so_in_the_browsers_language() {
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let host =
+        HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
+    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
+    front.forward_to(backend);
+    let unknown = "0123456789abcdef0123456789abcdef";
+    let english = refusal_shown(&front, &cert, "en-US", unknown, Some("pair-refused.png")).await;
+    assert!(
+        english.starts_with("This pairing link is not valid: it was used, it expired"),
+        "{english}"
+    );
+    // No screenshot: this machine has no CJK font (the text is checked).
+    let chinese = refusal_shown(&front, &cert, "zh-CN", unknown, None).await;
+    assert!(chinese.starts_with("此配对链接无效"), "{chinese}");
+}
