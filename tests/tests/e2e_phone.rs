@@ -65,8 +65,12 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .await
         .expect("Chromium starts");
     desktop.goto(host.url()).await.unwrap();
+    // The page's header links to the devices page (on loopback only).
     desktop
-        .goto(&format!("{}/devices", host.origin()))
+        .wait_for_css("[data-auq=pair-device]")
+        .await
+        .unwrap()
+        .click()
         .await
         .unwrap();
     desktop
@@ -191,6 +195,15 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         "return location.pathname === '/' && document.querySelector('[data-auq]') !== null",
     )
     .await;
+    let pair_links = phone
+        .client()
+        .execute(
+            "return document.querySelectorAll('[data-auq=pair-device]').length",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(pair_links, json!(0), "a device's page may not pair another");
     let cookies = phone
         .cdp("Network.getCookies", json!({"urls": [front.origin()]}))
         .await
