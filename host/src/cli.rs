@@ -86,6 +86,7 @@ pub struct ServeArgs {
     pub remote_agents: bool,
     /// Serve TLS with this certificate chain (PEM), to bind a non-loopback
     /// --addr on a LAN (a non-loopback address without TLS is refused).
+    /// Needs a build with the `tls` feature (not the `cargo xtask dist` binary).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The private key (PEM) of --tls-cert.
@@ -219,7 +220,7 @@ impl ServeArgs {
     }
 
     /// The TLS configuration of `--tls-cert`/`--tls-key`, when given.
-    pub fn tls(&self) -> Result<Option<std::sync::Arc<rustls::ServerConfig>>, String> {
+    pub fn tls(&self) -> Result<Option<crate::server::TlsConfig>, String> {
         match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => crate::server::tls_config(cert, key).map(Some),
             _ => Ok(None),

@@ -132,7 +132,7 @@ pub async fn serve_tls(
     listener: TcpListener,
     state: AppState,
     limits: server::Limits,
-    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    tls: Option<server::TlsConfig>,
 ) -> std::io::Result<()> {
     state.spawn_background_tasks();
     if state.config().demo {

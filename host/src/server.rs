@@ -150,10 +150,32 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// What `--tls-cert`/`--tls-key` configure: rustls's server configuration.
+#[cfg(feature = "tls")]
+pub type TlsConfig = Arc<rustls::ServerConfig>;
+
+/// Built without the `tls` feature: no TLS configuration can exist.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone)]
+pub enum TlsConfig {}
+
+/// Why a binary without the `tls` feature refuses `--tls-cert`.
+pub const NO_TLS: &str = "this ask-user was built without direct TLS (--tls-cert): keep the \
+    host on loopback behind a TLS front (`tailscale serve --bg 7411`, then --remote \
+    https://NAME; see docs/security.md), or build it with `cargo build -p ask-user-host \
+    --features tls`";
+
+/// Without the `tls` feature: refuses, saying why ([`NO_TLS`]).
+#[cfg(not(feature = "tls"))]
+pub fn tls_config(_cert: &Path, _key: &Path) -> Result<TlsConfig, String> {
+    Err(NO_TLS.to_owned())
+}
+
 /// The TLS configuration of `--tls-cert`/`--tls-key`: the PEM certificate
 /// chain and private key, TLS 1.3 only, ALPN `http/1.1`. Fails naming the
 /// file and what is wrong with it.
-pub fn tls_config(cert: &Path, key: &Path) -> Result<Arc<rustls::ServerConfig>, String> {
+#[cfg(feature = "tls")]
+pub fn tls_config(cert: &Path, key: &Path) -> Result<TlsConfig, String> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let chain = CertificateDer::pem_file_iter(cert)
@@ -205,8 +227,11 @@ pub async fn run_tls(
     state: AppState,
     router: Router,
     limits: Limits,
-    tls: Option<Arc<rustls::ServerConfig>>,
+    tls: Option<TlsConfig>,
 ) -> std::io::Result<()> {
+    // Without the `tls` feature no `TlsConfig` exists: `tls` is always None.
+    #[cfg(not(feature = "tls"))]
+    let _ = tls;
     let shutdown = state.shutdown_token();
     let registry = Arc::new(Registry::new(limits.max_connections));
     let tasks = TaskTracker::new();
@@ -221,6 +246,7 @@ pub async fn run_tls(
         registry: registry.clone(),
         idle_timeout: limits.idle_timeout,
         header_read_timeout: limits.header_read_timeout,
+        #[cfg(feature = "tls")]
         tls: tls.map(tokio_rustls::TlsAcceptor::from),
     });
     let exhausted = Report::default();
@@ -290,7 +316,9 @@ struct Shared {
     http: http1::Builder,
     registry: Arc<Registry>,
     idle_timeout: Duration,
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
     header_read_timeout: Duration,
+    #[cfg(feature = "tls")]
     tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
@@ -309,24 +337,25 @@ async fn serve_connection(stream: TcpStream, slot: Slot, shared: Arc<Shared>) {
     if !matches!(first_byte, Ok(Ok(1..))) {
         return;
     }
-    match &shared.tls {
-        None => drive(TokioIo::new(stream), &connection, &shared).await,
-        Some(acceptor) => {
-            let handshake = tokio::select! {
-                biased;
-                () = connection.evicted.cancelled() => return,
-                () = shutdown.cancelled() => return,
-                done = tokio::time::timeout(shared.header_read_timeout, acceptor.accept(stream)) => done,
-            };
-            match handshake {
-                Ok(Ok(tls)) => drive(TokioIo::new(tls), &connection, &shared).await,
-                Ok(Err(error)) => {
-                    tracing::debug!(error = %crate::logged::logged(&error), "TLS handshake failed");
-                }
-                Err(_) => tracing::debug!("TLS handshake timed out"),
+    #[cfg(feature = "tls")]
+    if let Some(acceptor) = &shared.tls {
+        let handshake = tokio::select! {
+            biased;
+            () = connection.evicted.cancelled() => return,
+            () = shutdown.cancelled() => return,
+            done = tokio::time::timeout(shared.header_read_timeout, acceptor.accept(stream)) => done,
+        };
+        match handshake {
+            Ok(Ok(tls)) => drive(TokioIo::new(tls), &connection, &shared).await,
+            Ok(Err(error)) => {
+                tracing::debug!(error = %crate::logged::logged(&error), "TLS handshake failed");
             }
+            Err(_) => tracing::debug!("TLS handshake timed out"),
         }
+        drop(slot);
+        return;
     }
+    drive(TokioIo::new(stream), &connection, &shared).await;
     drop(slot);
 }
 
