@@ -1,15 +1,18 @@
 //! The JSON routes under `/api`: the agent's ask, the browser's answer and
 //! cancel, the pending list, transcript messages and health.
 
+use crate::devices::Credential;
 use crate::error::ApiError;
 use crate::extract::{BodyText, QuestionId, Session};
 use crate::pending::{SharedEvent, question_tail};
 use crate::state::{AppState, AskOptions};
 use crate::store::{HistoryPage, HistoryQuery, StoreError};
+use ask_user_core::wire::AnsweredBy;
 use ask_user_core::wire::{
     AGENT_HEADER, AskedBy, MessageCreated, PostMessage, Role, SessionEvent, StatusBody,
 };
 use ask_user_core::{AnswerBatch, AskRequest, SessionId, UserInteractionError};
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -211,10 +214,13 @@ async fn answer(
     State(state): State<AppState>,
     Session(session): Session,
     QuestionId(id): QuestionId,
+    credential: Option<Extension<Credential>>,
     BodyText(body): BodyText,
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
-    state.answer(&session, &id, batch).await?;
+    state
+        .answer_by(&session, &id, batch, answered_by(credential))
+        .await?;
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -225,11 +231,25 @@ async fn cancel(
     State(state): State<AppState>,
     Session(session): Session,
     QuestionId(id): QuestionId,
+    credential: Option<Extension<Credential>>,
 ) -> Result<Json<StatusBody>, ApiError> {
-    state.cancel(&session, &id).await?;
+    state
+        .cancel_by(&session, &id, answered_by(credential))
+        .await?;
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
+}
+
+/// Who answers: the page with the master credential (or the token), or a
+/// paired device.
+fn answered_by(credential: Option<Extension<Credential>>) -> Option<AnsweredBy> {
+    Some(match credential {
+        Some(Extension(Credential::Device(device))) => {
+            AnsweredBy::device(&device.record.id, &device.record.name)
+        }
+        _ => AnsweredBy::page(),
+    })
 }
 
 /// `POST /api/sessions/{session}/messages` `{"text"}`: a transcript message

@@ -39,6 +39,11 @@ pub enum Command {
     Mcp(crate::mcp_stdio::McpArgs),
     /// Print the record of resolved questions (JSON or a Markdown decision log), or clear it.
     History(crate::history_cmd::HistoryArgs),
+    /// Pair a phone or another computer: prints a link and its QR code for the
+    /// device to open on the --remote origin, then asks whether to allow it.
+    Pair(crate::devices_cmd::PairArgs),
+    /// List the paired devices (name, paired at, last seen), or revoke one.
+    Devices(crate::devices_cmd::DevicesArgs),
 }
 
 /// `ask-user serve`.
@@ -68,6 +73,25 @@ pub struct ServeArgs {
     /// Also accept this host name in `Host`/`Origin` (repeatable).
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allow_host: Vec<String>,
+    /// Admit this origin for the person's side (the page, its API, its
+    /// streams) besides loopback, for paired devices: e.g. `tailscale serve
+    /// --bg 7411` in front of the host (a TLS front that keeps the Host
+    /// header), then `--remote https://box.tailnet.ts.net`. The host stays
+    /// on loopback; the master token is refused on this origin.
+    #[arg(long, value_name = "https://NAME[:PORT]")]
+    pub remote: Option<String>,
+    /// Also open the agents' endpoints (`…/ask`, `/mcp`) on the --remote
+    /// origin, with the master token. Without it they answer on loopback only.
+    #[arg(long, requires = "remote")]
+    pub remote_agents: bool,
+    /// Serve TLS with this certificate chain (PEM), to bind a non-loopback
+    /// --addr on a LAN (a non-loopback address without TLS is refused).
+    /// Needs a build with the `tls` feature (not the `cargo xtask dist` binary).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// At most this many questions are kept at once (waiting, detached, or
     /// answered for an agent that went away); the next ask gets 429.
     #[arg(long, default_value_t = DEFAULT_MAX_PENDING)]
@@ -150,6 +174,12 @@ impl ServeArgs {
         // No implicit `./dist`: started from a project folder that has its own
         // `dist/`, the host must still serve its own page.
         let dist = self.dist.clone();
+        let remote = self
+            .remote
+            .as_deref()
+            .map(crate::security::RemoteOrigin::parse)
+            .transpose()
+            .map_err(|why| format!("--remote {why}"))?;
         Ok(HostConfig {
             token,
             port,
@@ -169,7 +199,32 @@ impl ServeArgs {
             mcp_wait_budget: (self.mcp_wait_budget > 0)
                 .then(|| Duration::from_secs(self.mcp_wait_budget)),
             keep_days: self.keep_days,
+            remote,
+            remote_agents: self.remote_agents,
         })
+    }
+
+    /// Refuses a non-loopback `--addr` without `--tls-cert`, saying why.
+    pub fn check_bind(&self) -> Result<(), String> {
+        if self.addr.ip().is_loopback() || self.tls_cert.is_some() {
+            return Ok(());
+        }
+        Err(format!(
+            "--addr {}: a non-loopback address needs --tls-cert and --tls-key: without TLS the \
+             device's cookie and every answer would cross the network in the clear, and a \
+             browser allows notifications, service workers and Web Locks only on https. Keep the \
+             host on loopback behind a TLS front (`tailscale serve --bg 7411`, then --remote \
+             https://NAME), or give --tls-cert FILE --tls-key FILE",
+            self.addr
+        ))
+    }
+
+    /// The TLS configuration of `--tls-cert`/`--tls-key`, when given.
+    pub fn tls(&self) -> Result<Option<crate::server::TlsConfig>, String> {
+        match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => crate::server::tls_config(cert, key).map(Some),
+            _ => Ok(None),
+        }
     }
 }
 
@@ -371,6 +426,46 @@ mod tests {
             Cli::try_parse_from(["ask-user", "serve", "--ephemeral", "--data-dir", "/tmp/x"])
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_non_loopback_address_without_tls_is_refused_saying_why() {
+        assert!(serve_args(&[]).check_bind().is_ok());
+        assert!(serve_args(&["--addr", "[::1]:0"]).check_bind().is_ok());
+        let why = serve_args(&["--addr", "0.0.0.0:7411"])
+            .check_bind()
+            .unwrap_err();
+        assert!(
+            why.contains("--tls-cert") && why.contains("in the clear"),
+            "{why}"
+        );
+        let with_tls = serve_args(&[
+            "--addr",
+            "192.0.2.1:7411",
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+        ]);
+        assert!(with_tls.check_bind().is_ok());
+        // One without the other is a usage error.
+        assert!(Cli::try_parse_from(["ask-user", "serve", "--tls-cert", "c.pem"]).is_err());
+    }
+
+    #[test]
+    fn remote_takes_an_https_origin_and_remote_agents_needs_it() {
+        let config = serve_config(&["--remote", "https://box.tailnet.ts.net"]);
+        assert_eq!(
+            config.remote.map(|r| r.origin).as_deref(),
+            Some("https://box.tailnet.ts.net")
+        );
+        assert!(!config.remote_agents);
+        assert!(serve_config(&["--remote", "https://a.b", "--remote-agents"]).remote_agents);
+        assert!(Cli::try_parse_from(["ask-user", "serve", "--remote-agents"]).is_err());
+        let why = serve_args(&["--remote", "http://box.lan"])
+            .config(1)
+            .unwrap_err();
+        assert!(why.starts_with("--remote "), "{why}");
     }
 
     #[test]

@@ -50,6 +50,8 @@ pub enum ApiError {
     },
     /// `FORBIDDEN` (403): the `Host` or `Origin` is not allowed; says which.
     Forbidden(String),
+    /// `PAIRING_CODE_GONE` (410): a pairing code used, expired or never issued.
+    Gone(String),
     /// `PAYLOAD_TOO_LARGE` (413): the body is over the limit.
     PayloadTooLarge {
         /// The limit in bytes.
@@ -81,6 +83,7 @@ impl ApiError {
             ApiError::Store(StoreError::Full(_)) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -98,6 +101,7 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::AuthThrottled { .. } => "TOO_MANY_AUTH_FAILURES",
             ApiError::Forbidden(_) => "FORBIDDEN",
+            ApiError::Gone(_) => "PAIRING_CODE_GONE",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::NotFound(_) => "NOT_FOUND",
             ApiError::MethodNotAllowed => "METHOD_NOT_ALLOWED",
@@ -150,7 +154,7 @@ impl ApiError {
                 "too many wrong tokens from this address: wait {retry_after_secs} s (Retry-After), \
                  then send the token `ask-user serve` printed"
             ),
-            ApiError::Forbidden(why) => why.clone(),
+            ApiError::Forbidden(why) | ApiError::Gone(why) => why.clone(),
             ApiError::PayloadTooLarge { limit } => {
                 format!("request body is larger than {limit} bytes")
             }

@@ -272,6 +272,21 @@ fn record_markdown(conn: &Connection, record: &HistoryRecord) -> String {
             .unwrap_or_default();
         let _ = writeln!(md, "\nAsked by {}{version}", one_line(&asked_by.name));
     }
+    if let Some(by) = &record.by {
+        let verb = match record.outcome {
+            Outcome::Cancelled => "Closed",
+            _ => "Answered",
+        };
+        let place = match &by.device {
+            Some(device) => format!("on {}", one_line(&device.name)),
+            None => "on the host's page".to_owned(),
+        };
+        let _ = writeln!(
+            md,
+            "\n{verb} {place} at {}",
+            utc(conn, record.resolved_at_ms)
+        );
+    }
     for item in &q.request.questions {
         let title = item.header.as_deref().unwrap_or(&item.question);
         let _ = write!(md, "\n**{}**", one_line(title));
@@ -361,10 +376,20 @@ mod tests {
             outcome: Outcome::Answered,
             answer: Some(answer),
             resolved_at_ms: 1000,
+            by: Some(ask_user_core::wire::AnsweredBy::device("d_1", "Pixel\n8")),
         };
         let conn = Connection::open_in_memory().unwrap();
-        let md = markdown(&conn, &[record]);
+        let md = markdown(&conn, std::slice::from_ref(&record));
         assert!(md.contains("Asked by claude-code 2.1\n"), "{md}");
+        assert!(
+            md.contains("Answered on Pixel 8 at 1970-01-01 00:00:01 UTC\n"),
+            "{md}"
+        );
+        let on_page = HistoryRecord {
+            by: Some(ask_user_core::wire::AnsweredBy::page()),
+            ..record
+        };
+        assert!(markdown(&conn, &[on_page]).contains("Answered on the host's page at"));
         assert!(md.contains("Note: “mind the step”\n"), "{md}");
     }
 
@@ -391,6 +416,7 @@ mod tests {
             outcome: Outcome::Answered,
             answer: Some(answer),
             resolved_at_ms: 1000,
+            by: None,
         };
         let conn = Connection::open_in_memory().unwrap();
         let md = markdown(&conn, &[record]);

@@ -27,6 +27,9 @@ pub mod ask_cmd;
 pub mod cli;
 pub mod data_dir;
 pub mod demo;
+pub mod devices;
+pub mod devices_cmd;
+pub mod devices_page;
 pub mod error;
 pub mod events;
 pub mod extract;
@@ -71,8 +74,10 @@ pub fn app(state: AppState) -> Router {
     let api = api::router()
         .merge(events::router())
         .merge(inbox::router())
+        .merge(devices::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
+        .merge(devices::public_router())
         .route("/api/health", get(api::health))
         .route("/api", any(api::not_found))
         .route("/api/{*rest}", any(api::not_found));
@@ -81,6 +86,7 @@ pub fn app(state: AppState) -> Router {
     Router::new()
         .merge(api)
         .merge(mcp::router(&state))
+        .merge(devices_page::router())
         .merge(page)
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
         .layer(from_fn_with_state(
@@ -117,11 +123,22 @@ pub async fn serve_with(
     state: AppState,
     limits: server::Limits,
 ) -> std::io::Result<()> {
+    serve_tls(listener, state, limits, None).await
+}
+
+/// [`serve_with`], speaking TLS with `tls` when given (`--tls-cert`; see
+/// [`server::tls_config`]).
+pub async fn serve_tls(
+    listener: TcpListener,
+    state: AppState,
+    limits: server::Limits,
+    tls: Option<server::TlsConfig>,
+) -> std::io::Result<()> {
     state.spawn_background_tasks();
     if state.config().demo {
         demo::spawn(state.clone());
     }
-    server::run(listener, state.clone(), app(state.clone()), limits).await?;
+    server::run_tls(listener, state.clone(), app(state.clone()), limits, tls).await?;
     // What shutdown resolved (every waiting ask `disposed`) is kept before exit.
     if let Err(error) = state.record().flush().kept().await {
         tracing::error!(error = %logged::logged(&error), "the store could not keep the last writes");

@@ -1,7 +1,7 @@
 //! `ask-user`: parses the command line, binds and serves the host.
 
 use ask_user_host::cli::{Cli, Command, ServeArgs, open_url};
-use ask_user_host::{AppState, serve_with, server};
+use ask_user_host::{AppState, serve_tls, server};
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
 use std::io::Write;
@@ -58,6 +58,8 @@ async fn main() -> ExitCode {
         }
         Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
         Command::History(args) => ask_user_host::history_cmd::run(&args),
+        Command::Pair(args) => ask_user_host::devices_cmd::run_pair(&args).await,
+        Command::Devices(args) => ask_user_host::devices_cmd::run_devices(&args).await,
         Command::Mcp(args) => return ask_user_host::mcp_stdio::run(args).await,
     };
     match result {
@@ -86,9 +88,9 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         max_connections = limits.max_connections,
         "connection cap"
     );
-    if !args.addr.ip().is_loopback() {
-        tracing::warn!(addr = %args.addr, "binding a non-loopback address: the token is all that protects the host");
-    }
+    // Before anything else: a non-loopback address without TLS is refused.
+    args.check_bind()?;
+    let tls = args.tls()?;
     // Before binding: a second host on the directory is told where the first
     // one serves, not that the port is taken.
     let mut host_lock = args.lock_data_dir()?;
@@ -107,6 +109,17 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         None => {}
     }
     let url = open_url(addr, &config.token);
+    let url = match &tls {
+        Some(_) => url.replacen("http://", "https://", 1),
+        None => url,
+    };
+    if let Some(remote) = &config.remote {
+        tracing::info!(
+            origin = %remote.origin,
+            agents = config.remote_agents,
+            "remote origin admitted for paired devices (the master token is refused there)"
+        );
+    }
     let config_token = config.token.clone();
     if let Some(lock) = &mut host_lock {
         // The address without the token: the file says where, not how to get in.
@@ -141,7 +154,7 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         .and_then(|()| stdout.flush())
         .map_err(|e| e.to_string())?;
     drop(stdout);
-    let served = serve_with(listener, state, limits)
+    let served = serve_tls(listener, state, limits, tls)
         .await
         .map_err(|e| e.to_string());
     // Held until the host has stopped serving (and the store is closed).

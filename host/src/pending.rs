@@ -24,8 +24,8 @@ use crate::store::{Restored, Store, Write};
 use crate::transcript::{LogLimits, SessionLogs};
 use ask_user_core::limits::{LISTED_SESSION_IDLE_MS, MAX_LISTED_SESSIONS, MAX_PENDING_PER_SESSION};
 use ask_user_core::wire::{
-    AskedBy, MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved, Role,
-    SessionEntry, SessionEvent, SessionList, SessionSynced, Transcript, TranscriptEntry,
+    AnsweredBy, AskedBy, MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved,
+    Role, SessionEntry, SessionEvent, SessionList, SessionSynced, Transcript, TranscriptEntry,
     TranscriptRecord,
 };
 use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
@@ -325,12 +325,33 @@ pub trait PendingStore: Send + Sync + 'static {
         session: &str,
         id: &str,
         answer: AnswerBatch,
+    ) -> Result<(), UserInteractionError> {
+        self.claim_by(session, id, answer, None)
+    }
+
+    /// [`PendingStore::claim`], the record naming who answered.
+    fn claim_by(
+        &self,
+        session: &str,
+        id: &str,
+        answer: AnswerBatch,
+        by: Option<AnsweredBy>,
     ) -> Result<(), UserInteractionError>;
 
     /// The person closed the question: removes it, fails the waiting ask with
     /// `ASK_CANCELLED` (or holds that for the next identical ask when none
     /// waits) and broadcasts `cancelled`. `NOT_PENDING` when gone.
-    fn cancel(&self, session: &str, id: &str) -> Result<(), UserInteractionError>;
+    fn cancel(&self, session: &str, id: &str) -> Result<(), UserInteractionError> {
+        self.cancel_by(session, id, None)
+    }
+
+    /// [`PendingStore::cancel`], the record naming who cancelled.
+    fn cancel_by(
+        &self,
+        session: &str,
+        id: &str,
+        by: Option<AnsweredBy>,
+    ) -> Result<(), UserInteractionError>;
 
     /// The asking side gave up (`Outcome::Aborted`) or ran out of time
     /// (`Outcome::Timeout`): removes the question and broadcasts the outcome.
@@ -697,7 +718,7 @@ impl Table {
     /// Removes a pending entry, keeps its record in the transcript and
     /// reports how it ended (with the record) to the session's streams.
     fn resolve(&mut self, session: &str, id: &str, ended: Ended) -> Option<Entry> {
-        self.resolve_with(session, id, ended, None)
+        self.resolve_with(session, id, ended, None, None)
     }
 
     /// [`Table::resolve`] with the answer the record keeps (when answered).
@@ -707,6 +728,7 @@ impl Table {
         id: &str,
         ended: Ended,
         answer: Option<&AnswerBatch>,
+        by: Option<AnsweredBy>,
     ) -> Option<Entry> {
         let slot = self.sessions.get_mut(session)?;
         let entry = slot.entries.remove(id)?;
@@ -724,6 +746,7 @@ impl Table {
             resolved_at_ms: now_ms(),
             outcome: ended.outcome(),
             answer: answer.filter(|_| ended == Ended::Answered).cloned(),
+            by: by.filter(|_| matches!(ended, Ended::Answered | Ended::Cancelled)),
         };
         slot.send(SessionEvent::QuestionResolved(QuestionResolved {
             id: id.to_owned(),
@@ -1240,27 +1263,33 @@ impl PendingStore for MemoryStore {
         }
     }
 
-    fn claim(
+    fn claim_by(
         &self,
         session: &str,
         id: &str,
         answer: AnswerBatch,
+        by: Option<AnsweredBy>,
     ) -> Result<(), UserInteractionError> {
         // Validation runs outside the lock; the claim below re-checks pending.
         let answer = self.check_answer(session, id, answer)?;
         let mut table = self.lock();
         let entry = table
-            .resolve_with(session, id, Ended::Answered, Some(&answer))
+            .resolve_with(session, id, Ended::Answered, Some(&answer), by)
             .ok_or_else(|| table.not_pending(session, id))?;
         table.deliver(session, entry, Resolution::Answered(answer), self.grace());
         self.grace_started.notify_one();
         Ok(())
     }
 
-    fn cancel(&self, session: &str, id: &str) -> Result<(), UserInteractionError> {
+    fn cancel_by(
+        &self,
+        session: &str,
+        id: &str,
+        by: Option<AnsweredBy>,
+    ) -> Result<(), UserInteractionError> {
         let mut table = self.lock();
         let entry = table
-            .resolve(session, id, Ended::Cancelled)
+            .resolve_with(session, id, Ended::Cancelled, None, by)
             .ok_or_else(|| table.not_pending(session, id))?;
         table.deliver(session, entry, Resolution::Cancelled, self.grace());
         self.grace_started.notify_one();

@@ -2,7 +2,15 @@
 //! requests), the token (Bearer header or HttpOnly cookie), the landing
 //! step that trades `/?token=` for the cookie, the throttle of wrong tokens,
 //! and the rule a given token must follow.
+//!
+//! With `--remote https://NAME[:PORT]` a request reaches the host either on
+//! loopback ([`Reach::Local`]: everything as before) or through that origin
+//! ([`Reach::Remote`]: the person's side only, never with the master token;
+//! the agents' endpoints only with `--remote-agents`). A loopback peer (the
+//! TLS front) may say who the client is with `X-Forwarded-For`; nobody else
+//! may.
 
+use crate::devices::Credential;
 use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::{ConnectInfo, Request, State};
@@ -91,37 +99,169 @@ pub fn origin_allowed(origin: &str, port: u16, allowed: &[String]) -> bool {
     name_ok && origin_port.parse::<u16>().ok() == Some(port)
 }
 
-/// Refuses (403) a request whose `Host` is not loopback or allowed, or whose
-/// `Origin` is not the host's own. Runs before everything else.
+/// Where a request reaches the host, decided by [`check_host_and_origin`]
+/// and kept in the request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A loopback client naming a loopback host (or an `--allow-host` name).
+    Local,
+    /// Through the `--remote` origin: the person's side, with a device's
+    /// credential; never the master token.
+    Remote,
+}
+
+/// The client's address as the host trusts it: the peer, or, when the peer is
+/// loopback (the TLS front), the last address of its `X-Forwarded-For`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub IpAddr);
+
+/// The origin given with `--remote https://NAME[:PORT]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteOrigin {
+    /// `https://name` or `https://name:port` (lowercase; 443 left out, as
+    /// browsers send it in `Origin`).
+    pub origin: String,
+    /// The host name, lowercase.
+    pub name: String,
+    /// The port, 443 unless given.
+    pub port: u16,
+}
+
+impl RemoteOrigin {
+    /// Parses `--remote`: an `https://` origin with a host name and an
+    /// optional port, nothing else (no path, query, fragment or user).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let url = url::Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+        if url.scheme() != "https" {
+            return Err(format!(
+                "{text:?}: the remote origin must be https:// (the device's cookie is Secure, \
+                 and a phone allows notifications and service workers only on https)"
+            ));
+        }
+        let Some(url::Host::Domain(name)) = url.host() else {
+            return Err(format!(
+                "{text:?}: give the host name the device opens (e.g. https://box.tailnet.ts.net)"
+            ));
+        };
+        if !url.username().is_empty()
+            || url.password().is_some()
+            || url.path() != "/"
+            || url.query().is_some()
+            || url.fragment().is_some()
+        {
+            return Err(format!(
+                "{text:?}: give the origin alone, https://NAME or https://NAME:PORT"
+            ));
+        }
+        let name = name.to_ascii_lowercase();
+        let port = url.port().unwrap_or(443);
+        let origin = match url.port() {
+            Some(port) => format!("https://{name}:{port}"),
+            None => format!("https://{name}"),
+        };
+        Ok(Self { origin, name, port })
+    }
+
+    /// Whether a `Host` header names this origin (`NAME` means port 443).
+    pub fn admits_host(&self, host: &str) -> bool {
+        let Some((name, port)) = split_authority(host) else {
+            return false;
+        };
+        let port = match port {
+            Some(port) => port.parse::<u16>().ok(),
+            None => Some(443),
+        };
+        name.eq_ignore_ascii_case(&self.name) && port == Some(self.port)
+    }
+}
+
+/// The client behind `peer`: the peer itself, unless the peer is loopback
+/// (a TLS front on this machine) and says, in the last `X-Forwarded-For`
+/// entry (the one it added), whom it forwards for.
+pub fn client_addr(peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+    if !peer.is_loopback() {
+        return peer;
+    }
+    headers
+        .get_all(X_FORWARDED_FOR)
+        .iter()
+        .next_back()
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.rsplit(',').next())
+        .and_then(|last| parse_forwarded_ip(last.trim()))
+        .unwrap_or(peer)
+}
+
+/// An `X-Forwarded-For` entry: an address, perhaps bracketed or with a port.
+fn parse_forwarded_ip(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Ok(addr) = entry.parse::<SocketAddr>() {
+        return Some(addr.ip());
+    }
+    entry
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .and_then(|e| e.parse().ok())
+}
+
+/// `X-Forwarded-For`.
+const X_FORWARDED_FOR: &str = "x-forwarded-for";
+
+/// Refuses (403) a request whose `Host` is neither loopback (or allowed) nor
+/// the `--remote` origin, whose `Origin` is not the one its `Host` names, or
+/// that comes from another machine without naming the `--remote` origin.
+/// Records the [`Reach`] and the [`ClientAddr`]. Runs before everything else.
 pub async fn check_host_and_origin(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let config = state.config();
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::LOCALHOST), |info| info.0.ip());
+    let client = client_addr(peer, request.headers());
     let host = request
         .headers()
         .get(HOST)
         .and_then(|h| h.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
-    match host {
-        Some(host) if host_allowed(host, &config.allow_hosts) => {}
-        Some(_) => {
-            return ApiError::Forbidden(
-                "the Host header names neither a loopback address nor an --allow-host name"
+    let Some(host) = host else {
+        return ApiError::Forbidden("the request has no Host header".to_owned()).into_response();
+    };
+    let remote = config.remote.as_ref();
+    let reach = if remote.is_some_and(|r| r.admits_host(host)) {
+        Reach::Remote
+    } else if host_allowed(host, &config.allow_hosts) {
+        if !client.is_loopback() {
+            return ApiError::Forbidden(match remote {
+                Some(remote) => format!(
+                    "a request from another machine must come to {} (the --remote origin)",
+                    remote.origin
+                ),
+                None => "a request from another machine needs `ask-user serve --remote \
+                         https://NAME`"
                     .to_owned(),
-            )
+            })
             .into_response();
         }
-        None => {
-            return ApiError::Forbidden("the request has no Host header".to_owned())
-                .into_response();
-        }
-    }
+        Reach::Local
+    } else {
+        return ApiError::Forbidden(
+            "the Host header names neither a loopback address, an --allow-host name nor the \
+             --remote origin"
+                .to_owned(),
+        )
+        .into_response();
+    };
     if let Some(origin) = request.headers().get(ORIGIN) {
-        let ok = origin
-            .to_str()
-            .is_ok_and(|o| origin_allowed(o, config.port, &config.allow_hosts));
+        let ok = origin.to_str().is_ok_and(|o| match (reach, remote) {
+            (Reach::Remote, Some(remote)) => o.eq_ignore_ascii_case(&remote.origin),
+            _ => origin_allowed(o, config.port, &config.allow_hosts),
+        });
         if !ok {
             return ApiError::Forbidden(
                 "cross-origin requests are refused: the Origin is not this host's own".to_owned(),
@@ -129,8 +269,31 @@ pub async fn check_host_and_origin(
             .into_response();
         }
     }
+    request.extensions_mut().insert(reach);
+    request.extensions_mut().insert(ClientAddr(client));
     next.run(request).await
 }
+
+/// Whether `path` is one of the agents' endpoints (`…/ask`, `/mcp`): on the
+/// `--remote` origin only with `--remote-agents`.
+pub fn is_agent_endpoint(path: &str) -> bool {
+    path == crate::mcp::MCP_PATH || (path.starts_with("/api/sessions/") && path.ends_with("/ask"))
+}
+
+/// The reach [`check_host_and_origin`] recorded (local when it did not run:
+/// a router driven in-process).
+fn reach_of(request: &Request) -> Reach {
+    request
+        .extensions()
+        .get::<Reach>()
+        .copied()
+        .unwrap_or(Reach::Local)
+}
+
+/// Why the remote origin refuses the master token.
+pub const MASTER_TOKEN_REMOTE: &str = "the master token is refused on the --remote origin: \
+    a device answers with its own credential (pair it with `ask-user pair` or the page's \
+    \"Pair a device\")";
 
 /// What a request presents as credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +304,9 @@ pub enum Presented {
     Wrong,
     /// Nothing at all (not a guess, so never throttled).
     Nothing,
+    /// The master token (or its cookie) where it is refused: on the
+    /// `--remote` origin.
+    Master,
 }
 
 /// What `headers` (and, for an event stream, the query) present, checked
@@ -221,9 +387,14 @@ pub fn events_query_token(method: &Method, uri: &axum::http::Uri) -> Option<Stri
         .token
 }
 
-/// The peer's address as the accept loop recorded it (none in-process, e.g.
-/// a router driven without a socket: those share one throttle).
+/// The client's address: the one [`check_host_and_origin`] trusted (the
+/// forwarded one behind a loopback front), else the peer as the accept loop
+/// recorded it (none in-process, e.g. a router driven without a socket:
+/// those share one throttle).
 fn peer_of(request: &Request) -> IpAddr {
+    if let Some(ClientAddr(client)) = request.extensions().get::<ClientAddr>() {
+        return *client;
+    }
     request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -253,6 +424,7 @@ fn authenticate(
     match presented() {
         Presented::Valid => Ok(()),
         Presented::Nothing => Err(ApiError::Unauthorized),
+        Presented::Master => Err(ApiError::Forbidden(MASTER_TOKEN_REMOTE.to_owned())),
         Presented::Wrong => match guard.record_failure(peer, now) {
             Ok(()) => Err(ApiError::Unauthorized),
             Err(wait) => Err(ApiError::AuthThrottled {
@@ -263,20 +435,75 @@ fn authenticate(
 }
 
 /// Refuses (401) an `/api` request without the token; 429
-/// `TOO_MANY_AUTH_FAILURES` once its peer presented too many wrong ones.
+/// `TOO_MANY_AUTH_FAILURES` once its peer presented too many wrong ones. On
+/// the `--remote` origin: a paired device's cookie, never the master token,
+/// and the agents' endpoints only with `--remote-agents`. Records who the
+/// request authenticated as ([`Credential`]); a device's response (its
+/// streams) ends when the device is revoked.
 pub async fn require_token(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let peer = peer_of(&request);
+    if reach_of(&request) == Reach::Remote {
+        let agents = is_agent_endpoint(request.uri().path());
+        if agents && !state.config().remote_agents {
+            return ApiError::Forbidden(
+                "the agents' endpoints (…/ask, /mcp) answer on loopback only; start the host \
+                 with --remote-agents to open them on the --remote origin (with the master token)"
+                    .to_owned(),
+            )
+            .into_response();
+        }
+        if !agents {
+            let device = crate::devices::presented_credential(request.headers())
+                .map(|credential| state.devices().authenticate(&credential));
+            let checked = authenticate(&state, peer, || match &device {
+                Some(Some(_)) => Presented::Valid,
+                // An unknown or revoked device credential is a wrong guess.
+                Some(None) => Presented::Wrong,
+                None => match presented(&state, request.method(), request.uri(), request.headers())
+                {
+                    // Checked like any credential (so guesses are throttled),
+                    // then refused even when right.
+                    Presented::Valid => Presented::Master,
+                    other => other,
+                },
+            });
+            if let Err(error) = checked {
+                return error.into_response();
+            }
+            let Some(Some(device)) = device else {
+                return ApiError::Unauthorized.into_response();
+            };
+            let revoked = device.revoked.clone();
+            request.extensions_mut().insert(Credential::Device(device));
+            return until_revoked(next.run(request).await, revoked);
+        }
+    }
     let checked = authenticate(&state, peer, || {
         presented(&state, request.method(), request.uri(), request.headers())
     });
     match checked {
-        Ok(()) => next.run(request).await,
+        Ok(()) => {
+            request.extensions_mut().insert(Credential::Master);
+            next.run(request).await
+        }
         Err(error) => error.into_response(),
     }
+}
+
+/// `response` with its body cut off when `revoked` fires (a device's event
+/// stream ends at once when the device is revoked).
+fn until_revoked(response: Response, revoked: tokio_util::sync::CancellationToken) -> Response {
+    use futures_util::StreamExt;
+    response.map(|body| {
+        axum::body::Body::from_stream(
+            body.into_data_stream()
+                .take_until(revoked.cancelled_owned()),
+        )
+    })
 }
 
 /// The landing step: `GET /?token=...` with the right token sets the HttpOnly
@@ -296,6 +523,9 @@ pub async fn token_landing(
         return next.run(request).await;
     };
     let config = state.config();
+    if reach_of(&request) == Reach::Remote {
+        return ApiError::Forbidden(MASTER_TOKEN_REMOTE.to_owned()).into_response();
+    }
     let checked = authenticate(&state, peer_of(&request), || {
         if token_matches(&config.token, &presented) {
             Presented::Valid
@@ -686,6 +916,81 @@ mod tests {
             events_query_token(&Method::GET, &uri("/api/sessions/a/questions?token=t")),
             None
         );
+    }
+
+    #[test]
+    fn the_remote_origin_is_an_https_host_name_with_an_optional_port_and_nothing_else() {
+        let tailnet = RemoteOrigin::parse("https://Box.Tailnet.ts.net").unwrap();
+        assert_eq!(tailnet.origin, "https://box.tailnet.ts.net");
+        assert_eq!(
+            (tailnet.name.as_str(), tailnet.port),
+            ("box.tailnet.ts.net", 443)
+        );
+        let lan = RemoteOrigin::parse("https://box.lan:8443/").unwrap();
+        assert_eq!(lan.origin, "https://box.lan:8443");
+        assert_eq!(lan.port, 8443);
+        for (bad, says) in [
+            ("http://box.lan", "must be https://"),
+            ("https://10.0.0.2", "host name"),
+            ("https://box.lan/page", "origin alone"),
+            ("https://box.lan/?q=1", "origin alone"),
+            ("https://me@box.lan", "origin alone"),
+            ("box.lan", "not a URL"),
+        ] {
+            let why = RemoteOrigin::parse(bad).unwrap_err();
+            assert!(why.contains(says), "{bad}: {why}");
+        }
+    }
+
+    #[test]
+    fn the_remote_origin_admits_its_own_host_header_and_port_only() {
+        let tailnet = RemoteOrigin::parse("https://box.tailnet.ts.net").unwrap();
+        assert!(tailnet.admits_host("box.tailnet.ts.net"));
+        assert!(tailnet.admits_host("BOX.tailnet.ts.net:443"));
+        assert!(!tailnet.admits_host("box.tailnet.ts.net:7411"));
+        assert!(!tailnet.admits_host("evil.example"));
+        assert!(!tailnet.admits_host("box.tailnet.ts.net.evil.example"));
+        let lan = RemoteOrigin::parse("https://phone.test:8443").unwrap();
+        assert!(lan.admits_host("phone.test:8443"));
+        assert!(!lan.admits_host("phone.test"));
+    }
+
+    #[test]
+    fn forwarded_addresses_are_believed_from_a_loopback_peer_only_and_the_last_one_counts() {
+        let headers = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(X_FORWARDED_FOR, HeaderValue::from_str(value).unwrap());
+            headers
+        };
+        let loopback: IpAddr = "127.0.0.1".parse().unwrap();
+        let lan: IpAddr = "192.0.2.7".parse().unwrap();
+        let phone: IpAddr = "100.64.0.9".parse().unwrap();
+        assert_eq!(client_addr(loopback, &headers("100.64.0.9")), phone);
+        // A client's own X-Forwarded-For comes first; the front appends the truth.
+        assert_eq!(
+            client_addr(loopback, &headers("127.0.0.1, 100.64.0.9")),
+            phone
+        );
+        assert_eq!(
+            client_addr(loopback, &headers("[2001:db8::1]:5000")),
+            "2001:db8::1".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(
+            client_addr(lan, &headers("127.0.0.1")),
+            lan,
+            "not from a LAN peer"
+        );
+        assert_eq!(client_addr(loopback, &headers("nonsense")), loopback);
+        assert_eq!(client_addr(loopback, &HeaderMap::new()), loopback);
+    }
+
+    #[test]
+    fn the_agents_endpoints_are_ask_and_mcp() {
+        assert!(is_agent_endpoint("/mcp"));
+        assert!(is_agent_endpoint("/api/sessions/s1/ask"));
+        assert!(!is_agent_endpoint("/api/sessions/s1/questions"));
+        assert!(!is_agent_endpoint("/api/sessions/s1/questions/q_1/answer"));
+        assert!(!is_agent_endpoint("/mcpx"));
     }
 
     #[test]

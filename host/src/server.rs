@@ -14,8 +14,11 @@
 //!   asks getting their `ASK_ABORTED`, streams ending) at most
 //!   [`Limits::drain_timeout`].
 //!
-//! HTTP/1 only: browsers speak HTTP/2 only over TLS, and agents' clients speak
-//! HTTP/1 to `http://` URLs.
+//! HTTP/1 only: agents' clients speak HTTP/1 to `http://` URLs, and with
+//! `--tls-cert` the host offers only `http/1.1` in ALPN, so browsers speak it
+//! too. TLS (1.3, rustls on ring) is handshaken after the first byte arrives,
+//! within the header-read timeout, so a silent or slow TLS client holds a
+//! connection no longer than a plain one.
 //!
 //! A half-closed connection (the client shut its sending side after its
 //! request) counts as gone, like a closed one (its question is detached and
@@ -35,6 +38,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -146,6 +150,66 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// What `--tls-cert`/`--tls-key` configure: rustls's server configuration.
+#[cfg(feature = "tls")]
+pub type TlsConfig = Arc<rustls::ServerConfig>;
+
+/// Built without the `tls` feature: no TLS configuration can exist.
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone)]
+pub enum TlsConfig {}
+
+/// Why a binary without the `tls` feature refuses `--tls-cert`.
+pub const NO_TLS: &str = "this ask-user was built without direct TLS (--tls-cert): keep the \
+    host on loopback behind a TLS front (`tailscale serve --bg 7411`, then --remote \
+    https://NAME; see docs/security.md), or build it with `cargo build -p ask-user-host \
+    --features tls`";
+
+/// Without the `tls` feature: refuses, saying why ([`NO_TLS`]).
+#[cfg(not(feature = "tls"))]
+pub fn tls_config(_cert: &Path, _key: &Path) -> Result<TlsConfig, String> {
+    Err(NO_TLS.to_owned())
+}
+
+/// The TLS configuration of `--tls-cert`/`--tls-key`: the PEM certificate
+/// chain and private key, TLS 1.3 only, ALPN `http/1.1`. Fails naming the
+/// file and what is wrong with it.
+#[cfg(feature = "tls")]
+pub fn tls_config(cert: &Path, key: &Path) -> Result<TlsConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let chain = CertificateDer::pem_file_iter(cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("--tls-cert {}: {e}", cert.display()))?;
+    if chain.is_empty() {
+        return Err(format!(
+            "--tls-cert {}: no PEM certificate in it",
+            cert.display()
+        ));
+    }
+    let private = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("--tls-key {}: {e}", key.display()))?;
+    // ring over aws-lc-rs: the one binary has a size budget, and ring is the
+    // smaller (rustls 0.23.48 deprecates it only for lacking post-quantum key
+    // exchange; the tailscale front, the documented way in, has its own TLS).
+    #[allow(deprecated)]
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .map_err(|e| {
+            format!(
+                "--tls-cert {} and --tls-key {}: {e}",
+                cert.display(),
+                key.display()
+            )
+        })?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
 /// Serves `router` on `listener` with `limits` until `state`'s shutdown fires,
 /// then drains (see the module docs).
 pub async fn run(
@@ -154,6 +218,20 @@ pub async fn run(
     router: Router,
     limits: Limits,
 ) -> std::io::Result<()> {
+    run_tls(listener, state, router, limits, None).await
+}
+
+/// [`run`], speaking TLS with `tls` when given (`--tls-cert`).
+pub async fn run_tls(
+    listener: TcpListener,
+    state: AppState,
+    router: Router,
+    limits: Limits,
+    tls: Option<TlsConfig>,
+) -> std::io::Result<()> {
+    // Without the `tls` feature no `TlsConfig` exists: `tls` is always None.
+    #[cfg(not(feature = "tls"))]
+    let _ = tls;
     let shutdown = state.shutdown_token();
     let registry = Arc::new(Registry::new(limits.max_connections));
     let tasks = TaskTracker::new();
@@ -167,6 +245,9 @@ pub async fn run(
         http,
         registry: registry.clone(),
         idle_timeout: limits.idle_timeout,
+        header_read_timeout: limits.header_read_timeout,
+        #[cfg(feature = "tls")]
+        tls: tls.map(tokio_rustls::TlsAcceptor::from),
     });
     let exhausted = Report::default();
     loop {
@@ -235,6 +316,10 @@ struct Shared {
     http: http1::Builder,
     registry: Arc<Registry>,
     idle_timeout: Duration,
+    #[cfg_attr(not(feature = "tls"), allow(dead_code))]
+    header_read_timeout: Duration,
+    #[cfg(feature = "tls")]
+    tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 async fn serve_connection(stream: TcpStream, slot: Slot, shared: Arc<Shared>) {
@@ -252,11 +337,40 @@ async fn serve_connection(stream: TcpStream, slot: Slot, shared: Arc<Shared>) {
     if !matches!(first_byte, Ok(Ok(1..))) {
         return;
     }
+    #[cfg(feature = "tls")]
+    if let Some(acceptor) = &shared.tls {
+        let handshake = tokio::select! {
+            biased;
+            () = connection.evicted.cancelled() => return,
+            () = shutdown.cancelled() => return,
+            done = tokio::time::timeout(shared.header_read_timeout, acceptor.accept(stream)) => done,
+        };
+        match handshake {
+            Ok(Ok(tls)) => drive(TokioIo::new(tls), &connection, &shared).await,
+            Ok(Err(error)) => {
+                tracing::debug!(error = %crate::logged::logged(&error), "TLS handshake failed");
+            }
+            Err(_) => tracing::debug!("TLS handshake timed out"),
+        }
+        drop(slot);
+        return;
+    }
+    drive(TokioIo::new(stream), &connection, &shared).await;
+    drop(slot);
+}
+
+/// Serves HTTP/1 on `io` until the client is done, the connection is
+/// evicted, or shutdown closes it (see the module docs).
+async fn drive<I>(io: I, connection: &Arc<Connection>, shared: &Arc<Shared>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let shutdown = shared.state.shutdown_token();
     let service = {
         let (connection, shared) = (connection.clone(), shared.clone());
         hyper::service::service_fn(move |request| exchange(request, &connection, &shared))
     };
-    let http = shared.http.serve_connection(TokioIo::new(stream), service);
+    let http = shared.http.serve_connection(io, service);
     tokio::pin!(http);
     let mut draining = false;
     loop {
@@ -274,7 +388,6 @@ async fn serve_connection(stream: TcpStream, slot: Slot, shared: Arc<Shared>) {
             }
         }
     }
-    drop(slot);
 }
 
 /// One request on a connection: marks the connection when it presents the

@@ -10,7 +10,7 @@ use crate::pending::{
 };
 use crate::provider::{WebProvider, no_room};
 use crate::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
-use ask_user_core::wire::{AskedBy, MessageCreated, Role};
+use ask_user_core::wire::{AnsweredBy, AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
     SessionId, UserInteraction, UserInteractionError,
@@ -74,6 +74,12 @@ pub struct HostConfig {
     /// Resolved questions and messages older than this many days are pruned
     /// from the record at start and hourly (`--keep-days`); 0 keeps them.
     pub keep_days: u32,
+    /// The origin a paired device reaches the person's side through
+    /// (`--remote https://NAME[:PORT]`), besides loopback.
+    pub remote: Option<crate::security::RemoteOrigin>,
+    /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
+    /// remote origin, with the master token (`--remote-agents`).
+    pub remote_agents: bool,
 }
 
 impl HostConfig {
@@ -93,6 +99,8 @@ impl HostConfig {
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
             keep_days: crate::store::DEFAULT_KEEP_DAYS,
+            remote: None,
+            remote_agents: false,
         }
     }
 }
@@ -130,6 +138,8 @@ struct Inner {
     pages: Arc<std::sync::atomic::AtomicUsize>,
     /// This run's id, for `POST /api/page-opener`.
     run: String,
+    /// Paired devices and open pairings.
+    devices: crate::devices::Devices,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -209,6 +219,7 @@ impl AppState {
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
+        let kept_devices = record.restored().devices;
         Self {
             inner: Arc::new(Inner {
                 guard: crate::security::Guard::new(&config.token),
@@ -225,6 +236,7 @@ impl AppState {
                 )),
                 pages: Default::default(),
                 run: random_token(),
+                devices: crate::devices::Devices::new(kept_devices),
             }),
         }
     }
@@ -260,6 +272,11 @@ impl AppState {
         &self.inner.guard
     }
 
+    /// Paired devices and open pairings.
+    pub fn devices(&self) -> &crate::devices::Devices {
+        &self.inner.devices
+    }
+
     /// The open inbox streams' permits (see [`crate::inbox::MAX_INBOX_STREAMS`]).
     pub fn inbox_streams(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.inbox_streams
@@ -284,28 +301,52 @@ impl AppState {
         id: &str,
         answer: AnswerBatch,
     ) -> Result<(), ApiError> {
+        self.answer_by(session, id, answer, None).await
+    }
+
+    /// [`AppState::answer`], the record naming who answered (the page or a
+    /// paired device).
+    pub async fn answer_by(
+        &self,
+        session: &SessionId,
+        id: &str,
+        answer: AnswerBatch,
+        by: Option<AnsweredBy>,
+    ) -> Result<(), ApiError> {
         let session = session.as_str();
         let answer = self.inner.store.check_answer(session, id, answer)?;
         let write = Write::Answered {
             id: id.to_owned(),
             answer: answer.clone(),
             at_ms: now_ms(),
+            by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.store.claim(session, id, answer)?)
+        Ok(self.inner.store.claim_by(session, id, answer, by)?)
     }
 
     /// The person closed question `id`: written to the record, then claimed
     /// like an answer.
     pub async fn cancel(&self, session: &SessionId, id: &str) -> Result<(), ApiError> {
+        self.cancel_by(session, id, None).await
+    }
+
+    /// [`AppState::cancel`], the record naming who cancelled.
+    pub async fn cancel_by(
+        &self,
+        session: &SessionId,
+        id: &str,
+        by: Option<AnsweredBy>,
+    ) -> Result<(), ApiError> {
         let session = session.as_str();
         self.inner.store.check_pending(session, id)?;
         let write = Write::Cancelled {
             id: id.to_owned(),
             at_ms: now_ms(),
+            by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.store.cancel(session, id)?)
+        Ok(self.inner.store.cancel_by(session, id, by)?)
     }
 
     /// Writes the person's resolution; the record decides which one came

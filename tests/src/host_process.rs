@@ -341,7 +341,7 @@ fn token_from_args(args: &[&std::ffi::OsStr], data_dir: &Path) -> Option<String>
 
 /// The first `http://` URL in a line of the host's output.
 fn find_url(line: &str) -> Option<&str> {
-    let start = line.find("http://")?;
+    let start = line.find("https://").or_else(|| line.find("http://"))?;
     let rest = &line[start..];
     let end = rest
         .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '>' | ')'))
@@ -360,6 +360,10 @@ mod tests {
             Some("http://127.0.0.1:4321/?token=s3cret")
         );
         assert_eq!(find_url("listening"), None);
+        assert_eq!(
+            find_url("https://127.0.0.1:4321/?token=s3cret"),
+            Some("https://127.0.0.1:4321/?token=s3cret")
+        );
     }
 
     #[test]

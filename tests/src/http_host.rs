@@ -41,13 +41,25 @@ impl TestHost {
 
     /// Starts a host after `configure` adjusted its configuration.
     pub async fn start_with(configure: impl FnOnce(&mut HostConfig)) -> Self {
+        Self::start_recording(
+            configure,
+            std::sync::Arc::new(ask_user_host::store::EphemeralStore),
+        )
+        .await
+    }
+
+    /// [`TestHost::start_with`], keeping its record in `record`.
+    pub async fn start_recording(
+        configure: impl FnOnce(&mut HostConfig),
+        record: std::sync::Arc<dyn ask_user_host::store::Store>,
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
         let port = listener.local_addr().expect("bound address").port();
         let mut config = HostConfig::new(random_token(), port);
         configure(&mut config);
-        let state = AppState::new(config);
+        let state = AppState::recording(config, record);
         let server = tokio::spawn(serve(listener, state.clone()));
         Self {
             base: format!("http://127.0.0.1:{port}"),

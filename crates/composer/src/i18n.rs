@@ -147,6 +147,8 @@ pub struct Texts {
     pub notifications_blocked: &'static str,
     /// Toggle: a short sound when a question arrives.
     pub arrival_sound: &'static str,
+    /// Link to the host's devices page (pair a phone), on loopback only.
+    pub pair_device: &'static str,
     /// The empty page with the demo agent (`--demo`): what starts it.
     pub empty_demo: &'static str,
     /// The empty page without one: nothing has asked yet.
@@ -279,6 +281,7 @@ static EN: Texts = Texts {
     notifications_on: "Notifications on",
     notifications_blocked: "Notifications are blocked: allow them for this site in the browser's site settings, then reload.",
     arrival_sound: "Sound",
+    pair_device: "Pair a device",
     empty_demo: "Send any message: the demo agent will ask you three questions.",
     empty_no_questions: "No questions yet",
     empty_connect: "Questions from your agents appear here. To connect Claude Code, run:",
@@ -379,6 +382,7 @@ static ZH: Texts = Texts {
     notifications_on: "通知已开启",
     notifications_blocked: "通知已被阻止：请在浏览器的网站设置中允许此网站的通知，然后刷新页面。",
     arrival_sound: "提示音",
+    pair_device: "配对设备",
     empty_demo: "发送任意消息：演示智能体会问你三个问题。",
     empty_no_questions: "还没有问题",
     empty_connect: "智能体的问题会显示在这里。要连接 Claude Code，请运行：",

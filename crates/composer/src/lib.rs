@@ -31,6 +31,7 @@ pub mod json;
 pub mod markdown;
 pub mod notify;
 pub mod page;
+pub mod pair_link;
 pub mod question_view;
 pub mod session;
 pub mod slot;

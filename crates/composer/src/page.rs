@@ -127,6 +127,7 @@ pub fn page(host: PageHost) -> impl IntoView {
             <h1 class="auq-page__title">"ask-user"</h1>
             <span class="auq-page__session" data-auq="session">{move || shown.get().to_string()}</span>
             {inbox.map(|_| view! { <AttentionControls texts /> })}
+            <crate::pair_link::PairLink texts />
         </header>
         {inbox.map(|inbox| view! { <SessionSwitcher inbox shown texts open /> })}
         {conversation}

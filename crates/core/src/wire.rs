@@ -258,6 +258,60 @@ pub struct TranscriptRecord {
     /// `outcome` is [`Outcome::Answered`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<AnswerBatch>,
+    /// Who answered or cancelled (absent for other outcomes, and in records
+    /// kept before hosts said so).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<AnsweredBy>,
+}
+
+/// Who gave an answer or a cancel: the host's own page, or a paired device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnsweredBy {
+    /// `page` or `device`.
+    pub kind: AnswererKind,
+    /// The device, when `kind` is `device`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceRef>,
+}
+
+impl AnsweredBy {
+    /// The host's own page (loopback, the token's cookie).
+    pub fn page() -> Self {
+        Self {
+            kind: AnswererKind::Page,
+            device: None,
+        }
+    }
+
+    /// A paired device.
+    pub fn device(id: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            kind: AnswererKind::Device,
+            device: Some(DeviceRef {
+                id: id.into(),
+                name: name.into(),
+            }),
+        }
+    }
+}
+
+/// Where an answer came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswererKind {
+    /// The host's own page.
+    Page,
+    /// A paired device.
+    Device,
+}
+
+/// A paired device, as a record names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRef {
+    /// The device's id.
+    pub id: String,
+    /// The name it gave itself.
+    pub name: String,
 }
 
 /// One entry of a session's transcript.

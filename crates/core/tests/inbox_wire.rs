@@ -16,6 +16,7 @@ fn mcp() -> AskedBy {
 
 fn record(outcome: Outcome) -> TranscriptRecord {
     TranscriptRecord {
+        by: None,
         id: "q-1".into(),
         request: request(),
         asked_by: Some(mcp()),

@@ -18,7 +18,9 @@ pub mod sqlite;
 
 pub use sqlite::{DATABASE_FILE, SqliteStore};
 
-use ask_user_core::wire::{MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry};
+use ask_user_core::wire::{
+    AnsweredBy, MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry,
+};
 use ask_user_core::{AnswerBatch, UserInteractionError};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
@@ -168,6 +170,8 @@ pub enum Write {
         answer: AnswerBatch,
         /// When (Unix ms).
         at_ms: u64,
+        /// Who answered (the page or a device).
+        by: Option<AnsweredBy>,
     },
     /// The person closed the question; applied only while it is open.
     Cancelled {
@@ -175,6 +179,8 @@ pub enum Write {
         id: String,
         /// When (Unix ms).
         at_ms: u64,
+        /// Who cancelled (the page or a device).
+        by: Option<AnsweredBy>,
     },
     /// The pending table ended the question another way (aborted, timed out,
     /// expired, disposed). The table resolves a question once, so this
@@ -203,6 +209,15 @@ pub enum Write {
         session: String,
         /// The message.
         message: MessageCreated,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// A device was paired (its credential's hash, never the credential).
+    DevicePaired(DeviceRecord),
+    /// A device was revoked: its credential no longer works.
+    DeviceRevoked {
+        /// The device's id.
+        id: String,
         /// When (Unix ms).
         at_ms: u64,
     },
@@ -254,6 +269,23 @@ pub struct Restored {
     /// their session, oldest first: the transcripts and the session list
     /// start where they were.
     pub transcripts: Vec<(String, TranscriptEntry)>,
+    /// The paired devices not revoked, oldest first.
+    pub devices: Vec<DeviceRecord>,
+}
+
+/// A paired device as kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// Host-minted id (`d_` and 16 hex digits).
+    pub id: String,
+    /// The name the device gave itself.
+    pub name: String,
+    /// Its browser and OS, as its user agent said when it paired.
+    pub agent: String,
+    /// SHA-256 of its credential, hex.
+    pub credential_sha256: String,
+    /// When it was paired (Unix ms).
+    pub paired_at_ms: u64,
 }
 
 /// One resolved question as the history shows it.
@@ -268,6 +300,9 @@ pub struct HistoryRecord {
     pub answer: Option<AnswerBatch>,
     /// When it was resolved (Unix ms).
     pub resolved_at_ms: u64,
+    /// Who answered or cancelled it (absent for other outcomes and older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<AnsweredBy>,
 }
 
 /// One transcript message as kept.

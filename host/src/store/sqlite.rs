@@ -28,7 +28,7 @@ pub const DATABASE_FILE: &str = "ask-user.db";
 pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -62,7 +62,8 @@ CREATE TABLE questions (
     outcome TEXT,
     answer TEXT,
     resolved_ms INTEGER,
-    delivery INTEGER NOT NULL DEFAULT 0
+    delivery INTEGER NOT NULL DEFAULT 0,
+    answered_by TEXT
 );
 CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
 CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
@@ -76,6 +77,20 @@ CREATE TABLE messages (
     at_ms INTEGER NOT NULL
 );
 CREATE INDEX messages_session ON messages (session, at_ms);
+";
+
+/// Schema 2 (issue 21): paired devices, each with the SHA-256 of its
+/// credential (never the credential), and who answered each question
+/// (`questions.answered_by`, JSON). Added to a schema 1 file on open.
+const DEVICES: &str = "
+CREATE TABLE IF NOT EXISTS devices (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    credential_sha256 TEXT NOT NULL UNIQUE,
+    paired_ms INTEGER NOT NULL,
+    revoked_ms INTEGER
+);
 ";
 
 enum Job {
@@ -188,6 +203,9 @@ impl SqliteStore {
             create_schema(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
         } else {
             check_existing(&conn, &path)?;
+            if writable {
+                migrate(&mut conn).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
         }
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -349,6 +367,7 @@ fn tighten_mode(_path: &Path) {}
 fn create_schema(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(DEVICES)?;
     tx.execute(
         "INSERT INTO schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -380,13 +399,41 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         })
         .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
     match version {
-        Some(SCHEMA_VERSION) => Ok(()),
+        Some(1 | SCHEMA_VERSION) => Ok(()),
         Some(v) if v > SCHEMA_VERSION => Err(refuse(
             path,
             format!("written by a newer ask-user (schema {v}, this one knows {SCHEMA_VERSION})"),
         )),
         other => Err(refuse(path, format!("unknown schema version {other:?}"))),
     }
+}
+
+/// Brings a schema 1 file to schema 2 (the devices table).
+fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    tx.execute_batch(DEVICES)?;
+    if !has_column(&tx, "questions", "answered_by")? {
+        tx.execute_batch("ALTER TABLE questions ADD COLUMN answered_by TEXT")?;
+    }
+    let version: i64 = tx.query_row("SELECT max(version) FROM schema_version", [], |row| {
+        row.get(0)
+    })?;
+    if version < SCHEMA_VERSION {
+        tx.execute(
+            "INSERT INTO schema_version (version) VALUES (?1)",
+            [SCHEMA_VERSION],
+        )?;
+    }
+    tx.commit()
+}
+
+/// Whether `table` has `column` (a schema 1 file read-only has no `answered_by`).
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        params![table, column],
+        |row| row.get(0),
+    )
 }
 
 /// The most problems `quick_check` is asked for (SQLite's default is 100).
@@ -606,6 +653,7 @@ fn load(conn: &Connection, limits: &StoreLimits) -> rusqlite::Result<(Restored, 
     let mut report = RestoreReport::default();
     load_open(conn, limits, &mut restored, &mut report)?;
     restored.transcripts = load_transcripts(conn)?;
+    restored.devices = load_devices(conn)?;
     Ok((restored, report))
 }
 
@@ -663,6 +711,33 @@ impl RestoreReport {
     }
 }
 
+/// The devices not revoked, oldest first (none in a schema 1 file opened
+/// read-only).
+fn load_devices(conn: &Connection) -> rusqlite::Result<Vec<super::DeviceRecord>> {
+    let exists: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'devices'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let mut statement = conn.prepare(
+        "SELECT id, name, agent, credential_sha256, paired_ms FROM devices \
+         WHERE revoked_ms IS NULL ORDER BY paired_ms",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(super::DeviceRecord {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            agent: row.get(2)?,
+            credential_sha256: row.get(3)?,
+            paired_at_ms: row.get::<_, i64>(4)? as u64,
+        })
+    })?;
+    rows.collect()
+}
+
 /// The most bytes of transcripts read back at start, in all sessions (the
 /// most recently active first): start-up memory does not grow with the file.
 pub const MAX_RESTORED_TRANSCRIPT_BYTES: usize = 8 * 1024 * 1024;
@@ -717,7 +792,7 @@ fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, Transcri
             )
         )
         SELECT ?1, recent.kind, ifnull(m.id, q.id), m.role, m.text, q.question, q.outcome,
-               q.answer, recent.at, running
+               q.answer, recent.at, running, q.answered_by
         FROM recent
         LEFT JOIN messages AS m ON recent.kind = 0 AND m.seq = recent.seq
         LEFT JOIN questions AS q ON recent.kind = 1 AND q.seq = recent.seq
@@ -803,6 +878,9 @@ fn transcript_entry(
         let answer = answer
             .filter(|_| outcome == Outcome::Answered)
             .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
+        let by = row
+            .get::<_, Option<String>>(10)?
+            .and_then(|by| serde_json::from_str(&by).ok());
         TranscriptEntry::Record(TranscriptRecord {
             id,
             request: question.request,
@@ -811,6 +889,7 @@ fn transcript_entry(
             resolved_at_ms: at_ms,
             outcome,
             answer,
+            by,
         })
     };
     Ok(Some((session, entry)))
@@ -1195,18 +1274,28 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
         Write::Discard { id } => conn
             .prepare_cached("DELETE FROM questions WHERE id = ?1 AND outcome IS NULL")?
             .execute([id])?,
-        Write::Answered { id, answer, at_ms } => conn
+        Write::Answered {
+            id,
+            answer,
+            at_ms,
+            by,
+        } => conn
             .prepare_cached(
-                "UPDATE questions SET outcome = 'answered', answer = ?2, resolved_ms = ?3 \
+                "UPDATE questions SET outcome = 'answered', answer = ?2, resolved_ms = ?3, \
+                 answered_by = ?4 WHERE id = ?1 AND outcome IS NULL",
+            )?
+            .execute(params![
+                id,
+                json_of(&|| to_json(answer)),
+                *at_ms as i64,
+                by.as_ref().map(to_json)
+            ])?,
+        Write::Cancelled { id, at_ms, by } => conn
+            .prepare_cached(
+                "UPDATE questions SET outcome = 'cancelled', resolved_ms = ?2, answered_by = ?3 \
                  WHERE id = ?1 AND outcome IS NULL",
             )?
-            .execute(params![id, json_of(&|| to_json(answer)), *at_ms as i64])?,
-        Write::Cancelled { id, at_ms } => conn
-            .prepare_cached(
-                "UPDATE questions SET outcome = 'cancelled', resolved_ms = ?2 \
-                 WHERE id = ?1 AND outcome IS NULL",
-            )?
-            .execute(params![id, *at_ms as i64])?,
+            .execute(params![id, *at_ms as i64, by.as_ref().map(to_json)])?,
         Write::Ended { id, outcome, at_ms } => conn
             .prepare_cached(
                 "UPDATE questions SET outcome = ?2, answer = NULL, resolved_ms = ?3, delivery = 1 \
@@ -1238,6 +1327,23 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                 message.text,
                 *at_ms as i64
             ])?,
+        Write::DevicePaired(device) => conn
+            .prepare_cached(
+                "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                device.id,
+                device.name,
+                device.agent,
+                device.credential_sha256,
+                device.paired_at_ms as i64
+            ])?,
+        Write::DeviceRevoked { id, at_ms } => conn
+            .prepare_cached(
+                "UPDATE devices SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
+            )?
+            .execute(params![id, *at_ms as i64])?,
         Write::Prune { before_ms } => {
             let before = *before_ms as i64;
             conn.prepare_cached(
@@ -1309,21 +1415,27 @@ pub fn history_in(
     order: Order,
 ) -> rusqlite::Result<HistoryPage> {
     let limit = query.page_size();
-    let select = match order {
-        Order::NewestFirst => {
-            "SELECT seq, question, outcome, answer, resolved_ms FROM questions \
+    // A schema 1 file read as it is (`ask-user history`) has no answered_by.
+    let by = if has_column(conn, "questions", "answered_by")? {
+        "answered_by"
+    } else {
+        "NULL"
+    };
+    let select = &match order {
+        Order::NewestFirst => format!(
+            "SELECT seq, question, outcome, answer, resolved_ms, {by} FROM questions \
              WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
              AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
              AND (?4 IS NULL OR resolved_ms < ?4 OR (resolved_ms = ?4 AND seq < ?5)) \
              ORDER BY resolved_ms DESC, seq DESC LIMIT ?6"
-        }
-        Order::OldestFirst => {
-            "SELECT seq, question, outcome, answer, resolved_ms FROM questions \
+        ),
+        Order::OldestFirst => format!(
+            "SELECT seq, question, outcome, answer, resolved_ms, {by} FROM questions \
              WHERE outcome IS NOT NULL AND (?1 IS NULL OR session = ?1) \
              AND (?2 IS NULL OR resolved_ms < ?2) AND (?3 IS NULL OR resolved_ms >= ?3) \
              AND (?4 IS NULL OR resolved_ms > ?4 OR (resolved_ms = ?4 AND seq > ?5)) \
              ORDER BY resolved_ms, seq LIMIT ?6"
-        }
+        ),
     };
     let before = query.before.map(|ms| ms as i64);
     let since = query.since.map(|ms| ms as i64);
@@ -1366,6 +1478,7 @@ fn history_record(
     let outcome: String = row.get(2)?;
     let answer: Option<String> = row.get(3)?;
     let resolved: i64 = row.get(4)?;
+    let by: Option<String> = row.get(5)?;
     let cursor = HistoryCursor {
         resolved_ms: resolved,
         row: seq,
@@ -1381,6 +1494,7 @@ fn history_record(
         outcome,
         answer: answer.and_then(|a| serde_json::from_str(&a).ok()),
         resolved_at_ms: resolved.max(0) as u64,
+        by: by.and_then(|by| serde_json::from_str(&by).ok()),
     };
     Ok((cursor, Some(record)))
 }

@@ -71,6 +71,7 @@ async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opene
         assert!(kept(&store, Write::Asked(question(id, "s", 1).into())).await);
     }
     let answered = |id: &str| Write::Answered {
+        by: None,
         id: id.to_owned(),
         answer: answer(),
         at_ms: 2,
@@ -87,6 +88,7 @@ async fn pending_questions_and_held_resolutions_come_back_when_the_file_is_opene
         .await
     );
     let cancelled = Write::Cancelled {
+        by: None,
         id: "q_cancelled".into(),
         at_ms: 2,
     };
@@ -117,6 +119,7 @@ async fn the_first_answer_written_wins_and_an_ending_of_the_table_overrides_an_u
     let store = SqliteStore::open(&dir.0).unwrap();
     assert!(kept(&store, Write::Asked(question("q_1", "s", 1).into())).await);
     let answered = Write::Answered {
+        by: None,
         id: "q_1".into(),
         answer: answer(),
         at_ms: 2,
@@ -127,6 +130,7 @@ async fn the_first_answer_written_wins_and_an_ending_of_the_table_overrides_an_u
         "a second answer does not apply"
     );
     let cancelled = Write::Cancelled {
+        by: None,
         id: "q_1".into(),
         at_ms: 3,
     };
@@ -156,6 +160,7 @@ async fn history_pages_go_newest_first_and_lose_no_record_resolved_in_the_same_m
         let session = if n % 2 == 0 { "even" } else { "odd" };
         assert!(kept(&store, Write::Asked(question(&id, session, 1).into())).await);
         let answered = Write::Answered {
+            by: None,
             id,
             answer: answer(),
             at_ms: *at,
@@ -269,6 +274,7 @@ async fn pruning_deletes_old_resolved_questions_and_messages_but_never_held_or_p
     }
     for (id, at_ms) in [("q_old", 100), ("q_new", 1_000), ("q_held", 100)] {
         let answered = Write::Answered {
+            by: None,
             id: id.into(),
             answer: answer(),
             at_ms,

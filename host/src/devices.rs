@@ -1,0 +1,815 @@
+//! Paired devices and pairing codes (issue 21).
+//!
+//! A token holder (loopback) opens a pairing: a 128-bit code, single-use,
+//! valid [`PAIRING_LIFE`], kept in memory only, and handed to the device in
+//! the fragment of `https://NAME/pair#CODE` (so it reaches no log and no
+//! Referer). The device claims it with a name (`POST /api/pair/claim`), the
+//! token holder approves or denies, and only after approval does the device
+//! collect its credential (`POST /api/pair/collect`): 256 random bits, sent
+//! as the `__Host-` cookie [`DEVICE_COOKIE`] and kept only as its SHA-256 in
+//! the store. A device answers on the `--remote` origin with that cookie;
+//! revoking it ends its streams at once and refuses its next request (401).
+
+use crate::error::ApiError;
+use crate::extract::BodyText;
+use crate::state::AppState;
+use crate::store::{DeviceRecord, Write, now_ms};
+use axum::extract::{Path, Request, State};
+use axum::http::header::{SET_COOKIE, USER_AGENT};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Extension, Json, Router};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// How long a pairing code may be used.
+pub const PAIRING_LIFE: Duration = Duration::from_secs(5 * 60);
+
+/// The most pairings open at once (a new one past it closes the oldest).
+pub const MAX_OPEN_PAIRINGS: usize = 16;
+
+/// The most devices paired at once.
+pub const MAX_DEVICES: usize = 64;
+
+/// The device's cookie: `__Host-` so it is Secure, set by this origin only,
+/// for every path.
+pub const DEVICE_COOKIE: &str = "__Host-ask_user_device";
+
+/// The longest device name kept (longer ones are cut).
+pub const MAX_DEVICE_NAME_CHARS: usize = 64;
+
+/// Who a request authenticated as (in the request's extensions once
+/// [`crate::security::require_token`] let it through).
+#[derive(Debug, Clone)]
+pub enum Credential {
+    /// The master token or the page's cookie (loopback).
+    Master,
+    /// A paired device's credential (the `--remote` origin).
+    Device(Arc<Device>),
+}
+
+/// A paired device, live.
+#[derive(Debug)]
+pub struct Device {
+    /// What is kept of it.
+    pub record: DeviceRecord,
+    /// Fires when it is revoked: its responses (streams) end.
+    pub revoked: CancellationToken,
+    last_seen_ms: AtomicU64,
+}
+
+impl Device {
+    /// When it last made a request (Unix ms; its pairing time until then).
+    pub fn last_seen_ms(&self) -> u64 {
+        self.last_seen_ms.load(Ordering::Relaxed)
+    }
+}
+
+/// How a pairing stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PairingStatus {
+    /// Waiting for a device to open the link.
+    Open,
+    /// A device named itself and waits for approval.
+    Claimed,
+    /// Approved: the device may collect its credential.
+    Approved,
+    /// Denied.
+    Denied,
+}
+
+struct Pairing {
+    id: String,
+    code: String,
+    opened: Instant,
+    status: PairingStatus,
+    name: Option<String>,
+    agent: Option<String>,
+}
+
+/// The paired devices and the open pairings.
+#[derive(Default)]
+pub struct Devices {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Devices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Devices").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    /// By the SHA-256 of their credential, hex.
+    by_credential: HashMap<String, Arc<Device>>,
+    pairings: Vec<Pairing>,
+}
+
+/// Why a pairing step was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PairingError {
+    /// No open pairing has this code: never issued, used, or expired.
+    Gone,
+    /// The token holder denied it.
+    Denied,
+    /// Claimed already (by this device or another).
+    Claimed,
+    /// Not claimed yet, so there is nothing to approve.
+    NotClaimed,
+}
+
+impl From<PairingError> for ApiError {
+    fn from(error: PairingError) -> Self {
+        match error {
+            PairingError::Gone => ApiError::Gone(
+                "this pairing code is not valid: it was used, it expired (codes last 5 minutes), \
+                 or it never existed; ask for a new one (`ask-user pair` or \"Pair a device\")"
+                    .to_owned(),
+            ),
+            PairingError::Denied => {
+                ApiError::Forbidden("the pairing was refused on the host's page".to_owned())
+            }
+            PairingError::Claimed => ApiError::Gone(
+                "this pairing code was already used by a device; ask for a new one".to_owned(),
+            ),
+            PairingError::NotClaimed => {
+                ApiError::Interaction(ask_user_core::UserInteractionError::not_pending(
+                    "no device has opened this pairing's link yet".to_owned(),
+                ))
+            }
+        }
+    }
+}
+
+fn random_hex<const BYTES: usize>() -> String {
+    let bytes: [u8; BYTES] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Devices {
+    /// The registry with the devices `kept` by the store.
+    pub fn new(kept: Vec<DeviceRecord>) -> Self {
+        let by_credential = kept
+            .into_iter()
+            .map(|record| {
+                let seen = record.paired_at_ms;
+                (
+                    record.credential_sha256.clone(),
+                    Arc::new(Device {
+                        record,
+                        revoked: CancellationToken::new(),
+                        last_seen_ms: AtomicU64::new(seen),
+                    }),
+                )
+            })
+            .collect();
+        Self {
+            inner: Mutex::new(Inner {
+                by_credential,
+                pairings: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The device whose credential this is (and notes it was seen).
+    pub fn authenticate(&self, credential: &str) -> Option<Arc<Device>> {
+        let device = self
+            .lock()
+            .by_credential
+            .get(&sha256_hex(credential))?
+            .clone();
+        device.last_seen_ms.store(now_ms(), Ordering::Relaxed);
+        Some(device)
+    }
+
+    /// The paired devices, oldest first.
+    pub fn list(&self) -> Vec<Arc<Device>> {
+        let mut devices: Vec<_> = self.lock().by_credential.values().cloned().collect();
+        devices.sort_by_key(|d| (d.record.paired_at_ms, d.record.id.clone()));
+        devices
+    }
+
+    /// Opens a pairing: `(id, code)`. Past [`MAX_OPEN_PAIRINGS`] the oldest closes.
+    pub fn open_pairing(&self, now: Instant) -> (String, String) {
+        let mut inner = self.lock();
+        inner.expire(now);
+        if inner.pairings.len() >= MAX_OPEN_PAIRINGS {
+            inner.pairings.remove(0);
+        }
+        let (id, code) = (format!("p_{}", random_hex::<8>()), random_hex::<16>());
+        inner.pairings.push(Pairing {
+            id: id.clone(),
+            code: code.clone(),
+            opened: now,
+            status: PairingStatus::Open,
+            name: None,
+            agent: None,
+        });
+        (id, code)
+    }
+
+    /// The device named itself: the pairing waits for approval.
+    pub fn claim(
+        &self,
+        code: &str,
+        name: String,
+        agent: String,
+        now: Instant,
+    ) -> Result<(), PairingError> {
+        let mut inner = self.lock();
+        inner.expire(now);
+        let pairing = inner.by_code(code).ok_or(PairingError::Gone)?;
+        if pairing.status != PairingStatus::Open {
+            return Err(PairingError::Claimed);
+        }
+        pairing.status = PairingStatus::Claimed;
+        pairing.name = Some(name);
+        pairing.agent = Some(agent);
+        Ok(())
+    }
+
+    /// How pairing `id` stands, with the claiming device's name and agent.
+    pub fn status(
+        &self,
+        id: &str,
+        now: Instant,
+    ) -> Option<(PairingStatus, Option<String>, Option<String>)> {
+        let mut inner = self.lock();
+        inner.expire(now);
+        let pairing = inner.pairings.iter().find(|p| p.id == id)?;
+        Some((pairing.status, pairing.name.clone(), pairing.agent.clone()))
+    }
+
+    /// The token holder's decision on a claimed pairing.
+    pub fn decide(&self, id: &str, approve: bool, now: Instant) -> Result<(), PairingError> {
+        let mut inner = self.lock();
+        inner.expire(now);
+        let pairing = inner
+            .pairings
+            .iter_mut()
+            .find(|p| p.id == id)
+            .ok_or(PairingError::Gone)?;
+        if pairing.status != PairingStatus::Claimed {
+            return Err(PairingError::NotClaimed);
+        }
+        pairing.status = if approve {
+            PairingStatus::Approved
+        } else {
+            PairingStatus::Denied
+        };
+        Ok(())
+    }
+
+    /// The device collects: `Ok(None)` while it waits; on approval the new
+    /// device and its credential (the pairing is used up); a denial is
+    /// used up too.
+    pub fn collect(
+        &self,
+        code: &str,
+        now: Instant,
+    ) -> Result<Option<(Arc<Device>, String)>, PairingError> {
+        let mut inner = self.lock();
+        inner.expire(now);
+        let index = inner
+            .pairings
+            .iter()
+            .position(|p| code_matches(&p.code, code))
+            .ok_or(PairingError::Gone)?;
+        match inner.pairings[index].status {
+            PairingStatus::Open => Err(PairingError::NotClaimed),
+            PairingStatus::Claimed => Ok(None),
+            PairingStatus::Denied => {
+                inner.pairings.remove(index);
+                Err(PairingError::Denied)
+            }
+            PairingStatus::Approved => {
+                let pairing = inner.pairings.remove(index);
+                let credential = random_hex::<32>();
+                let at = now_ms();
+                let record = DeviceRecord {
+                    id: format!("d_{}", random_hex::<8>()),
+                    name: pairing.name.unwrap_or_default(),
+                    agent: pairing.agent.unwrap_or_default(),
+                    credential_sha256: sha256_hex(&credential),
+                    paired_at_ms: at,
+                };
+                let device = Arc::new(Device {
+                    record,
+                    revoked: CancellationToken::new(),
+                    last_seen_ms: AtomicU64::new(at),
+                });
+                if inner.by_credential.len() >= MAX_DEVICES {
+                    return Err(PairingError::Gone);
+                }
+                inner
+                    .by_credential
+                    .insert(device.record.credential_sha256.clone(), device.clone());
+                Ok(Some((device, credential)))
+            }
+        }
+    }
+
+    /// Revokes device `id`: its streams end, its credential stops working.
+    pub fn revoke(&self, id: &str) -> Option<Arc<Device>> {
+        let mut inner = self.lock();
+        let hash = inner
+            .by_credential
+            .iter()
+            .find(|(_, d)| d.record.id == id)
+            .map(|(hash, _)| hash.clone())?;
+        let device = inner.by_credential.remove(&hash)?;
+        device.revoked.cancel();
+        Some(device)
+    }
+}
+
+impl Inner {
+    fn expire(&mut self, now: Instant) {
+        self.pairings
+            .retain(|p| now.saturating_duration_since(p.opened) < PAIRING_LIFE);
+    }
+
+    fn by_code(&mut self, code: &str) -> Option<&mut Pairing> {
+        self.pairings
+            .iter_mut()
+            .find(|p| code_matches(&p.code, code))
+    }
+}
+
+fn code_matches(expected: &str, presented: &str) -> bool {
+    crate::security::token_matches(expected, presented)
+}
+
+/// "Browser, OS" from a user agent, for the approval question.
+pub fn describe_agent(user_agent: &str) -> String {
+    let has = |needle: &str| user_agent.contains(needle);
+    let browser = if has("Edg/") {
+        "Edge"
+    } else if has("Firefox/") || has("FxiOS/") {
+        "Firefox"
+    } else if has("Chrome/") || has("CriOS/") {
+        "Chrome"
+    } else if has("Safari/") {
+        "Safari"
+    } else {
+        "a browser"
+    };
+    let os = if has("Android") {
+        "Android"
+    } else if has("iPhone") {
+        "iOS"
+    } else if has("iPad") {
+        "iPadOS"
+    } else if has("Mac OS X") {
+        "macOS"
+    } else if has("Windows") {
+        "Windows"
+    } else if has("Linux") {
+        "Linux"
+    } else {
+        "an unknown system"
+    };
+    format!("{browser}, {os}")
+}
+
+/// The routes: management needs the master credential, claim and collect
+/// need none (the code is the credential).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/pairings", post(open_pairing))
+        .route("/api/pairings/{id}", get(pairing_status))
+        .route("/api/pairings/{id}/approve", post(approve))
+        .route("/api/pairings/{id}/deny", post(deny))
+        .route("/api/devices", get(list_devices))
+        .route("/api/devices/{id}", delete(revoke))
+}
+
+/// The public routes (no credential).
+pub fn public_router() -> Router<AppState> {
+    Router::new()
+        .route("/api/pair/claim", post(claim))
+        .route("/api/pair/collect", post(collect))
+}
+
+fn master_only(credential: &Credential) -> Result<(), ApiError> {
+    match credential {
+        Credential::Master => Ok(()),
+        Credential::Device(_) => Err(ApiError::Forbidden(
+            "pairing and revoking devices need the host's own page or `ask-user`, on loopback"
+                .to_owned(),
+        )),
+    }
+}
+
+/// `POST /api/pairings`'s answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OpenedPairing {
+    /// The pairing's id (not secret: for its status and the decision).
+    pub id: String,
+    /// The code (secret, single-use).
+    pub code: String,
+    /// `https://NAME/pair#CODE`.
+    pub url: String,
+    /// When the code stops working (Unix ms).
+    pub expires_at_ms: u64,
+    /// `url` as a QR code (SVG), for the page.
+    #[serde(default)]
+    pub qr_svg: String,
+}
+
+async fn open_pairing(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+) -> Result<Json<OpenedPairing>, ApiError> {
+    master_only(&credential)?;
+    let Some(remote) = state.config().remote.as_ref() else {
+        return Err(ApiError::Interaction(
+            ask_user_core::UserInteractionError::bad_request(
+                "pairing needs a --remote origin for the device to open (`ask-user serve --remote https://NAME`)"
+                    .to_owned(),
+            ),
+        ));
+    };
+    let (id, code) = state.devices().open_pairing(Instant::now());
+    let url = format!("{}/pair#{code}", remote.origin);
+    Ok(Json(OpenedPairing {
+        qr_svg: crate::devices_cmd::svg_qr(&url),
+        url,
+        id,
+        code,
+        expires_at_ms: now_ms() + PAIRING_LIFE.as_millis() as u64,
+    }))
+}
+
+/// A pairing as `GET /api/pairings/{id}` shows it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PairingView {
+    /// How it stands.
+    pub status: PairingStatus,
+    /// The name the device gave, once claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its browser and OS, once claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+async fn pairing_status(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+    Path(id): Path<String>,
+) -> Result<Json<PairingView>, ApiError> {
+    master_only(&credential)?;
+    let (status, name, agent) = state
+        .devices()
+        .status(&id, Instant::now())
+        .ok_or(PairingError::Gone)?;
+    Ok(Json(PairingView {
+        status,
+        name,
+        agent,
+    }))
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+    Path(id): Path<String>,
+) -> Result<Json<PairingView>, ApiError> {
+    decision(&state, &credential, &id, true)
+}
+
+async fn deny(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+    Path(id): Path<String>,
+) -> Result<Json<PairingView>, ApiError> {
+    decision(&state, &credential, &id, false)
+}
+
+fn decision(
+    state: &AppState,
+    credential: &Credential,
+    id: &str,
+    approve: bool,
+) -> Result<Json<PairingView>, ApiError> {
+    master_only(credential)?;
+    let now = Instant::now();
+    state.devices().decide(id, approve, now)?;
+    let (status, name, agent) = state.devices().status(id, now).ok_or(PairingError::Gone)?;
+    Ok(Json(PairingView {
+        status,
+        name,
+        agent,
+    }))
+}
+
+/// A device as listed.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DeviceView {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its browser and OS.
+    pub agent: String,
+    /// When it was paired (Unix ms).
+    pub paired_at_ms: u64,
+    /// When it last made a request (Unix ms; this run only).
+    pub last_seen_ms: u64,
+}
+
+/// `GET /api/devices`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DeviceList {
+    /// Oldest first.
+    pub devices: Vec<DeviceView>,
+}
+
+async fn list_devices(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+) -> Result<Json<DeviceList>, ApiError> {
+    master_only(&credential)?;
+    let devices = state
+        .devices()
+        .list()
+        .iter()
+        .map(|d| DeviceView {
+            id: d.record.id.clone(),
+            name: d.record.name.clone(),
+            agent: d.record.agent.clone(),
+            paired_at_ms: d.record.paired_at_ms,
+            last_seen_ms: d.last_seen_ms(),
+        })
+        .collect();
+    Ok(Json(DeviceList { devices }))
+}
+
+async fn revoke(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    master_only(&credential)?;
+    let device = state.devices().revoke(&id).ok_or_else(|| {
+        ApiError::NotFound(format!("device {}", ask_user_core::error::shorten(&id, 80)))
+    })?;
+    state
+        .record()
+        .submit(Write::DeviceRevoked {
+            id: device.record.id.clone(),
+            at_ms: now_ms(),
+        })
+        .kept()
+        .await
+        .map_err(ApiError::Store)?;
+    tracing::info!(device = %device.record.id, "device revoked");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+struct ClaimBody {
+    code: String,
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct CollectBody {
+    code: String,
+}
+
+/// Counts a bad code like a wrong token (throttled per client).
+fn refused(state: &AppState, request_peer: std::net::IpAddr, error: PairingError) -> ApiError {
+    if error == PairingError::Gone
+        && let Err(wait) = state.guard().record_failure(request_peer, Instant::now())
+    {
+        return ApiError::AuthThrottled {
+            retry_after_secs: wait,
+        };
+    }
+    error.into()
+}
+
+fn client(request: &Request) -> std::net::IpAddr {
+    request
+        .extensions()
+        .get::<crate::security::ClientAddr>()
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| {
+            c.0
+        })
+}
+
+async fn claim(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+    let peer = client(&request);
+    if let Some(wait) = state.guard().throttled(peer, Instant::now()) {
+        return Err(ApiError::AuthThrottled {
+            retry_after_secs: wait,
+        });
+    }
+    let agent = describe_agent(
+        request
+            .headers()
+            .get(USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default(),
+    );
+    let body = body_of(request).await?;
+    let body: ClaimBody = serde_json::from_str(&body).map_err(|e| {
+        ask_user_core::UserInteractionError::bad_request(format!("pairing claim: {e}"))
+    })?;
+    let name: String = body
+        .name
+        .trim()
+        .chars()
+        .take(MAX_DEVICE_NAME_CHARS)
+        .collect();
+    if name.is_empty() {
+        return Err(ask_user_core::UserInteractionError::bad_request(
+            "pairing claim: name the device".to_owned(),
+        )
+        .into());
+    }
+    state
+        .devices()
+        .claim(&body.code, name, agent.clone(), Instant::now())
+        .map_err(|e| refused(&state, peer, e))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(serde_json::json!({"status": "claimed", "agent": agent})),
+    )
+        .into_response())
+}
+
+async fn collect(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+    let peer = client(&request);
+    if let Some(wait) = state.guard().throttled(peer, Instant::now()) {
+        return Err(ApiError::AuthThrottled {
+            retry_after_secs: wait,
+        });
+    }
+    let body = body_of(request).await?;
+    let body: CollectBody = serde_json::from_str(&body).map_err(|e| {
+        ask_user_core::UserInteractionError::bad_request(format!("pairing collect: {e}"))
+    })?;
+    let collected = state
+        .devices()
+        .collect(&body.code, Instant::now())
+        .map_err(|e| refused(&state, peer, e))?;
+    let Some((device, credential)) = collected else {
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({"status": "claimed"})),
+        )
+            .into_response());
+    };
+    if let Err(error) = state
+        .record()
+        .submit(Write::DevicePaired(device.record.clone()))
+        .kept()
+        .await
+    {
+        state.devices().revoke(&device.record.id);
+        return Err(ApiError::Store(error));
+    }
+    tracing::info!(device = %device.record.id, "device paired");
+    let cookie = format!("{DEVICE_COOKIE}={credential}; Secure; HttpOnly; SameSite=Strict; Path=/");
+    let mut response = Json(serde_json::json!({
+        "status": "paired",
+        "device": {"id": device.record.id, "name": device.record.name},
+    }))
+    .into_response();
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(SET_COOKIE, cookie);
+    }
+    Ok(response)
+}
+
+async fn body_of(request: Request) -> Result<String, ApiError> {
+    use axum::extract::FromRequest;
+    let BodyText(body) = BodyText::from_request(request, &()).await?;
+    Ok(body)
+}
+
+/// The device credential a request's cookie presents, if any.
+pub fn presented_credential(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == DEVICE_COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claimed(devices: &Devices, now: Instant) -> (String, String) {
+        let (id, code) = devices.open_pairing(now);
+        devices
+            .claim(
+                &code,
+                "Pixel 8".to_owned(),
+                "Chrome, Android".to_owned(),
+                now,
+            )
+            .unwrap();
+        (id, code)
+    }
+
+    #[test]
+    fn a_code_is_128_bits_single_use_and_collected_only_after_approval() {
+        let devices = Devices::default();
+        let now = Instant::now();
+        let (id, code) = claimed(&devices, now);
+        assert_eq!(code.len(), 32, "128 bits in hex");
+        assert!(matches!(devices.collect(&code, now), Ok(None)), "waits");
+        devices.decide(&id, true, now).unwrap();
+        let (device, credential) = devices.collect(&code, now).unwrap().unwrap();
+        assert_eq!(credential.len(), 64, "256 bits in hex");
+        assert_ne!(device.record.credential_sha256, credential, "kept hashed");
+        assert_eq!(device.record.name, "Pixel 8");
+        assert_eq!(
+            devices.collect(&code, now).unwrap_err(),
+            PairingError::Gone,
+            "single use"
+        );
+        assert!(devices.authenticate(&credential).is_some());
+        assert!(devices.authenticate(&"0".repeat(64)).is_none());
+    }
+
+    #[test]
+    fn an_expired_a_reclaimed_or_a_denied_code_is_refused() {
+        let devices = Devices::default();
+        let now = Instant::now();
+        let (_, code) = claimed(&devices, now);
+        let later = now + PAIRING_LIFE;
+        assert_eq!(
+            devices.collect(&code, later).unwrap_err(),
+            PairingError::Gone
+        );
+        let (_, code) = claimed(&devices, now);
+        assert_eq!(
+            devices
+                .claim(&code, "other".to_owned(), String::new(), now)
+                .unwrap_err(),
+            PairingError::Claimed
+        );
+        let (id, code) = claimed(&devices, now);
+        devices.decide(&id, false, now).unwrap();
+        assert_eq!(
+            devices.collect(&code, now).unwrap_err(),
+            PairingError::Denied
+        );
+        assert_eq!(devices.collect(&code, now).unwrap_err(), PairingError::Gone);
+        let (id, _) = devices.open_pairing(now);
+        assert_eq!(
+            devices.decide(&id, true, now).unwrap_err(),
+            PairingError::NotClaimed
+        );
+    }
+
+    #[test]
+    fn revoking_fires_the_devices_token_and_forgets_its_credential() {
+        let devices = Devices::default();
+        let now = Instant::now();
+        let (id, code) = claimed(&devices, now);
+        devices.decide(&id, true, now).unwrap();
+        let (device, credential) = devices.collect(&code, now).unwrap().unwrap();
+        let revoked = devices.revoke(&device.record.id).unwrap();
+        assert!(revoked.revoked.is_cancelled());
+        assert!(devices.authenticate(&credential).is_none());
+        assert!(devices.list().is_empty());
+    }
+
+    #[test]
+    fn the_agent_is_described_as_browser_and_os() {
+        let pixel = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
+        assert_eq!(describe_agent(pixel), "Chrome, Android");
+        let iphone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1";
+        assert_eq!(describe_agent(iphone), "Safari, iOS");
+        assert_eq!(describe_agent(""), "a browser, an unknown system");
+    }
+}
