@@ -36,10 +36,12 @@ pub struct Ceiling {
 /// display, notifications naming the new batch, the remembered caret) on
 /// 2026-12-06, plus ≈ 1%; 176.5 KB and 211.5 KiB after issue 25's cuts (the
 /// screenshot fixture behind a feature, the composer's own JSON reader, one
-/// attribute type per kind) on 2026-12-06, plus ≈ 1%.
+/// attribute type per kind) on 2026-12-06, plus ≈ 1%; 178.5 KB and
+/// 213.9 KiB with issue 21's "Pair a device" link and its two strings, plus
+/// ≈ 1%.
 pub const PAGE_CEILING: Ceiling = Ceiling {
-    brotli_kb: 178.0,
-    gzip_kib: 213.5,
+    brotli_kb: 180.5,
+    gzip_kib: 216.0,
 };
 /// The embed's first load (`ask_user_embed.js` and its wasm): 178.7 KB
 /// brotli and 218.0 KiB gzipped on 2026-12-01; 194.5 KB and 239.6 KiB with
