@@ -46,8 +46,12 @@ async fn wait_js(browser: &Browser, what: &str, script: &str) -> Value {
     }
 }
 
+/// Where the test leaves its screenshots to look at: the target directory,
+/// not the work tree (copy them to docs/screenshots to update the docs).
 fn screenshots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots")
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&dir).expect("the screenshots folder can be made");
+    dir
 }
 
 #[tokio::test]
@@ -100,33 +104,7 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
     assert_eq!(qr_loaded, json!(true));
 
     // The phone.
-    let mut phone_args: Vec<String> = cert.chromium_args();
-    phone_args.push("--lang=en-US".to_owned());
-    let phone_args: Vec<&str> = phone_args.iter().map(String::as_str).collect();
-    let phone = Browser::launch_with_args(&phone_args)
-        .await
-        .expect("Chromium starts");
-    phone
-        .cdp(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true}),
-        )
-        .await
-        .unwrap();
-    phone
-        .cdp(
-            "Emulation.setTouchEmulationEnabled",
-            json!({"enabled": true}),
-        )
-        .await
-        .unwrap();
-    phone
-        .cdp(
-            "Emulation.setUserAgentOverride",
-            json!({"userAgent": PIXEL_UA}),
-        )
-        .await
-        .unwrap();
+    let phone = phone_browser(&cert, "en-US", (390, 844)).await;
     phone.goto(&link).await.unwrap();
     let secure = phone
         .client()
@@ -327,27 +305,7 @@ async fn refusal_shown(
     code: &str,
     shot: Option<&str>,
 ) -> String {
-    let mut args: Vec<String> = cert.chromium_args();
-    args.push(format!("--lang={lang}"));
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let phone = Browser::launch_with_args(&args)
-        .await
-        .expect("Chromium starts");
-    phone
-        .cdp(
-            "Emulation.setDeviceMetricsOverride",
-            json!({"width": 360, "height": 740, "deviceScaleFactor": 2, "mobile": true}),
-        )
-        .await
-        .unwrap();
-    // navigator.language follows the emulated Accept-Language.
-    phone
-        .cdp(
-            "Emulation.setUserAgentOverride",
-            json!({"userAgent": PIXEL_UA, "acceptLanguage": lang}),
-        )
-        .await
-        .unwrap();
+    let phone = phone_browser(cert, lang, (360, 740)).await;
     phone
         .goto(&format!("{}/pair#{code}", front.origin()))
         .await
@@ -390,4 +348,33 @@ async fn a_used_or_unknown_pairing_link_says_so_in_the_browsers_language() {
     // No screenshot: this machine has no CJK font (the text is checked).
     let chinese = refusal_shown(&front, &cert, "zh-CN", unknown, None).await;
     assert!(chinese.starts_with("此配对链接无效"), "{chinese}");
+}
+
+/// A phone-sized Chromium (`width` × `height`, touch, a Pixel's user agent)
+/// that trusts `cert` for `phone.test`, in `lang` (`navigator.language`
+/// follows the emulated Accept-Language).
+async fn phone_browser(cert: &TestCert, lang: &str, (width, height): (u32, u32)) -> Browser {
+    let mut args: Vec<String> = cert.chromium_args();
+    args.push(format!("--lang={lang}"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let phone = Browser::launch_with_args(&args)
+        .await
+        .expect("Chromium starts");
+    for (command, params) in [
+        (
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 2, "mobile": true}),
+        ),
+        (
+            "Emulation.setTouchEmulationEnabled",
+            json!({"enabled": true}),
+        ),
+        (
+            "Emulation.setUserAgentOverride",
+            json!({"userAgent": PIXEL_UA, "acceptLanguage": lang}),
+        ),
+    ] {
+        phone.cdp(command, params).await.unwrap();
+    }
+    phone
 }
