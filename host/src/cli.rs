@@ -33,17 +33,17 @@ pub enum Command {
     /// Run the host: the page, the event stream and the agent's ask endpoint.
     Serve(ServeArgs),
     /// Ask a running host: send a request (JSON file or stdin), print the answer batch.
-    Ask(crate::ask_cmd::AskArgs),
+    Ask(crate::client::ask::AskArgs),
     /// MCP over stdin/stdout for clients that launch a command: bridges to a
     /// host (started in the background when none answers).
-    Mcp(crate::mcp_stdio::McpArgs),
+    Mcp(crate::client::mcp::McpArgs),
     /// Print the record of resolved questions (JSON or a Markdown decision log), or clear it.
-    History(crate::history_cmd::HistoryArgs),
+    History(crate::client::history::HistoryArgs),
     /// Pair a phone or another computer: prints a link and its QR code for the
     /// device to open on the --remote origin, then asks whether to allow it.
-    Pair(crate::devices_cmd::PairArgs),
+    Pair(crate::client::devices::PairArgs),
     /// List the paired devices (name, paired at, last seen), or revoke one.
-    Devices(crate::devices_cmd::DevicesArgs),
+    Devices(crate::client::devices::DevicesArgs),
 }
 
 /// `ask-user serve`.

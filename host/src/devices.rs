@@ -452,7 +452,7 @@ async fn open_pairing(
     let (id, code) = state.devices().open_pairing(Instant::now());
     let url = format!("{}/pair#{code}", remote.origin);
     Ok(Json(OpenedPairing {
-        qr_svg: crate::devices_cmd::svg_qr(&url),
+        qr_svg: crate::qr::svg_qr(&url),
         url,
         id,
         code,

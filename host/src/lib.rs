@@ -23,25 +23,23 @@
 //! ```
 
 pub mod api;
-pub mod ask_cmd;
 pub mod cli;
+pub mod client;
 pub mod data_dir;
 pub mod demo;
 pub mod devices;
-pub mod devices_cmd;
 pub mod devices_page;
 pub mod error;
 pub mod events;
 pub mod extract;
-pub mod history_cmd;
 pub mod host_lock;
 pub mod inbox;
 pub mod logged;
 pub mod mcp;
-pub mod mcp_stdio;
 pub mod pages;
 pub mod pending;
 pub mod provider;
+pub mod qr;
 pub mod security;
 pub mod server;
 pub mod state;

@@ -56,11 +56,11 @@ async fn main() -> ExitCode {
             }
             run_serve(args).await
         }
-        Command::Ask(args) => return ask_user_host::ask_cmd::run(args).await,
-        Command::History(args) => ask_user_host::history_cmd::run(&args),
-        Command::Pair(args) => ask_user_host::devices_cmd::run_pair(&args).await,
-        Command::Devices(args) => ask_user_host::devices_cmd::run_devices(&args).await,
-        Command::Mcp(args) => return ask_user_host::mcp_stdio::run(args).await,
+        Command::Ask(args) => return ask_user_host::client::ask::run(args).await,
+        Command::History(args) => ask_user_host::client::history::run(&args),
+        Command::Pair(args) => ask_user_host::client::devices::run_pair(&args).await,
+        Command::Devices(args) => ask_user_host::client::devices::run_devices(&args).await,
+        Command::Mcp(args) => return ask_user_host::client::mcp::run(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -465,7 +465,8 @@ pub const REMEMBERED_RESOLUTIONS: usize = 4096;
 
 /// Default for `--detach-grace`: how long a detached question and a held
 /// resolution are kept for the asker to come back (10 minutes).
-pub const DEFAULT_DETACH_GRACE: Duration = Duration::from_secs(600);
+pub const DEFAULT_DETACH_GRACE: Duration =
+    Duration::from_secs(ask_user_core::wire::DEFAULT_DETACH_GRACE_SECS);
 
 /// A 128-bit random id as 32 lowercase hex digits, with a prefix.
 pub fn random_id(prefix: &str) -> String {

@@ -252,7 +252,7 @@ impl AppState {
     /// Whether a page may be opened now (none is connected), and this run's
     /// id. It changes nothing: any token holder may ask, so the answer must
     /// not be something one caller can use up for the others (see
-    /// `mcp_stdio::opener` for how one window per run is kept).
+    /// `client::mcp::opener` for how one window per run is kept).
     pub fn page_opener(&self) -> ask_user_core::wire::PageOpener {
         let pages = self.inner.pages.load(std::sync::atomic::Ordering::SeqCst);
         ask_user_core::wire::PageOpener {

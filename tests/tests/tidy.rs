@@ -637,3 +637,85 @@ fn the_link_check_finds_missing_files_and_anchors_and_skips_code() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The host's modules a client program (`host/src/client/`) may name: the
+/// client room itself and what both sides share (the data directory and its
+/// token file and lock, log escaping, QR codes, the devices API's bodies, and
+/// the store's read side, which `ask-user history` opens directly).
+const SHARED_WITH_CLIENTS: &[&str] = &[
+    "client",
+    "data_dir",
+    "token_file",
+    "host_lock",
+    "logged",
+    "qr",
+    "devices",
+    "store",
+];
+
+/// Every `crate::<module>` a source names, with its line, skipping comments
+/// and strings.
+fn crate_modules_named(source: &str) -> Vec<(usize, String)> {
+    let code = code_only(source);
+    let mut found = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            let module: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            // `$crate::` in a macro is the same crate.
+            if !module.is_empty() {
+                found.push((index + 1, module));
+            }
+            rest = after;
+        }
+    }
+    found
+}
+
+fn rust_files_under(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            rust_files_under(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_client_programs_reach_no_server_internals() {
+    let mut files = Vec::new();
+    rust_files_under(&root().join("host/src/client"), &mut files);
+    assert!(files.len() >= 5, "host/src/client/ holds the client programs: {files:?}");
+    let mut offences = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("a source file");
+        for (line, module) in crate_modules_named(&source) {
+            if !SHARED_WITH_CLIENTS.contains(&module.as_str()) {
+                offences.push(format!("{}:{line}: crate::{module}", file.display()));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "the client programs name server internals (move what both sides need into core or a \
+         shared module, or add it to SHARED_WITH_CLIENTS with the reason):\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn the_client_room_scan_sees_paths_in_code_and_not_in_comments() {
+    let source = "use crate::pending::X; // crate::mcp::tool\nfn f() { crate::client::ask(); \
+                  let s = \"crate::state\"; $crate::client::say(); }\n";
+    let named: Vec<String> = crate_modules_named(source)
+        .into_iter()
+        .map(|(_, module)| module)
+        .collect();
+    assert_eq!(named, ["pending", "client", "client"]);
+}

@@ -9,6 +9,10 @@ use serde_json::{Value, json};
 /// The tool's name.
 pub const TOOL_NAME: &str = "ask_user_question";
 
+/// What the server (the host, or the stdio bridge) tells an MCP client about itself.
+pub const INSTRUCTIONS: &str = "ask-user shows your questions to a person in a web page and returns \
+their answer. Call ask_user_question only when you cannot continue without a person's decision.";
+
 /// What the model reads about the tool.
 pub const TOOL_DESCRIPTION: &str = "\
 Ask the user one or more short structured questions and wait for the answer. \

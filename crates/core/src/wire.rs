@@ -33,6 +33,10 @@ pub const AGENT_HEADER: &str = "x-ask-user-agent";
 /// makes the asker [`AskerKind::Cli`].
 pub const CLI_ASKER_NAME: &str = "ask-user ask";
 
+/// How long a host keeps a question whose caller went away, unless told
+/// otherwise (`--detach-grace`); a client may ask again within it.
+pub const DEFAULT_DETACH_GRACE_SECS: u64 = 600;
+
 /// How the host learnt who asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -22,7 +22,8 @@ use super::lifecycle::ClientHungUp;
 use crate::error::ApiError;
 use crate::state::{AppState, AskOptions};
 use ask_user_core::tool::{
-    TOOL_DESCRIPTION, TOOL_NAME, WAITING_STATUS, input_schema, render_error, render_waiting,
+    INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME, WAITING_STATUS, input_schema, render_error,
+    render_waiting,
 };
 use ask_user_core::wire::{AskedBy, AskerKind};
 use ask_user_core::{AbortController, AnswerBatch, AskRequest, PresentedAs, SessionId};
@@ -41,10 +42,6 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
-
-/// What the server tells an MCP client about itself.
-pub const INSTRUCTIONS: &str = "ask-user shows your questions to a person in a web page and returns \
-their answer. Call ask_user_question only when you cannot continue without a person's decision.";
 
 /// How often a call with a progress token hears that the person is still
 /// answering. Half of the 10 s that clients resetting their timeout on

@@ -11,7 +11,7 @@
 //! the caps) is the host's.
 
 use super::Target;
-use crate::mcp::tool::INSTRUCTIONS;
+use ask_user_core::tool::INSTRUCTIONS;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
@@ -200,7 +200,7 @@ impl Link {
         let running = relay.serve(transport).await.map_err(|e| {
             format!(
                 "the host at {} refused the MCP session: {e}",
-                self.target.base
+                self.target.host.base()
             )
         })?;
         let peer = running.peer().clone();
@@ -311,7 +311,7 @@ impl ServerHandler for Bridge {
             Err(error) => {
                 self.link.forget().await;
                 Err(McpError::internal_error(
-                    format!("lost the host at {}: {error}", self.link.target.base),
+                    format!("lost the host at {}: {error}", self.link.target.host.base()),
                     None,
                 ))
             }
@@ -398,7 +398,7 @@ impl ServerHandler for Bridge {
                         continue;
                     }
                     return Ok(error_result(
-                        &format!("lost the host at {}: {error}", self.link.target.base),
+                        &format!("lost the host at {}: {error}", self.link.target.host.base()),
                         "HOST_UNREACHABLE",
                     )
                     .into());

@@ -19,7 +19,7 @@
 /// `eprintln!` with controls shown, not sent (see [`say`]).
 macro_rules! say {
     ($($arg:tt)*) => {
-        $crate::mcp_stdio::say(format_args!($($arg)*))
+        $crate::client::mcp::say(format_args!($($arg)*))
     };
 }
 
@@ -28,14 +28,13 @@ pub mod bridge;
 pub mod opener;
 pub mod session;
 
-use crate::ask_cmd::{DEFAULT_URL, is_loopback};
+use super::{DEFAULT_URL, HostUrl};
 use crate::data_dir::DataDirArg;
 use ask_user_core::SessionId;
 use clap::Args;
 use rmcp::ServiceExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use url::Url;
 
 /// `ask-user mcp`.
 #[derive(Debug, Clone, Args)]
@@ -61,10 +60,8 @@ pub struct McpArgs {
 /// Where the bridge's calls go.
 #[derive(Debug)]
 pub struct Target {
-    /// The host's base URL, without query (`http://127.0.0.1:7411/`).
-    pub base: Url,
-    /// A `?token=` given on `--url`.
-    url_token: Option<String>,
+    /// The host.
+    pub host: HostUrl,
     /// The data directory (token file, background host's log and lock).
     pub data_dir: PathBuf,
     /// The session the calls ask in.
@@ -76,7 +73,7 @@ pub struct Target {
 impl Target {
     /// `{base}mcp?session=S`.
     pub fn mcp_url(&self) -> String {
-        let mut url = self.base.join("mcp").expect("a base URL takes a path");
+        let mut url = self.host.join("mcp");
         url.query_pairs_mut()
             .append_pair("session", self.session.as_str());
         url.into()
@@ -85,63 +82,42 @@ impl Target {
     /// Makes sure a host answers (starting one when none does and the URL is
     /// on this machine) and returns its token.
     pub async fn ready_host(&self) -> Result<String, String> {
-        if is_loopback(&self.base) {
-            autostart::ensure_host(&self.base, &self.data_dir).await?;
+        if self.host.is_loopback() {
+            autostart::ensure_host(self.host.base(), &self.data_dir).await?;
         }
         self.token()
     }
 
     /// The token: `?token=` on `--url`, else the data directory's token file.
     pub fn token(&self) -> Result<String, String> {
-        if let Some(token) = &self.url_token {
-            return Ok(token.clone());
-        }
-        if !is_loopback(&self.base) {
-            return Err(format!(
-                "{} is not this machine: no kept token for it",
-                self.base
-            ));
-        }
-        crate::token_file::read(&self.data_dir)?.ok_or_else(|| {
-            format!(
-                "no token file at {}: the host at {} keeps its token elsewhere; \
-                 pass the same --data-dir (or ASK_USER_DATA_DIR) as that host",
-                crate::token_file::token_path(&self.data_dir).display(),
-                self.base
-            )
-        })
+        let data_dir = DataDirArg {
+            data_dir: Some(self.data_dir.clone()),
+        };
+        self.host
+            .token(None, &data_dir, "as ?token= on --url")?
+            .ok_or_else(|| {
+                format!(
+                    "no token file at {}: the host at {} keeps its token elsewhere; \
+                     pass the same --data-dir (or ASK_USER_DATA_DIR) as that host",
+                    crate::token_file::token_path(&self.data_dir).display(),
+                    self.host.base()
+                )
+            })
     }
 }
 
 impl McpArgs {
     /// Checks the arguments and resolves what they leave to defaults.
     pub fn target(&self) -> Result<Target, String> {
-        let mut base = Url::parse(&self.url)
-            .map_err(|e| format!("--url: {:?} is not a URL: {e}", self.url))?;
-        if base.scheme() != "http" {
-            return Err(format!(
-                "--url: the host speaks plain http on loopback, not {:?}",
-                base.scheme()
-            ));
-        }
-        let url_token = base
-            .query_pairs()
-            .find(|(key, _)| key == "token")
-            .map(|(_, value)| value.into_owned());
+        let host = HostUrl::parse(&self.url)?;
         // The kept token opens every question of this user's host: it never
         // travels to (or through a proxy towards) another machine.
-        if url_token.is_none() && !is_loopback(&base) {
+        if !host.carries_token() && !host.is_loopback() {
             return Err(format!(
                 "--url: {} is not this machine; the token kept in the data directory is sent \
                  only to a loopback host. Give that host's token as ?token= on --url",
-                base.origin().ascii_serialization()
+                host.base().origin().ascii_serialization()
             ));
-        }
-        base.set_query(None);
-        base.set_fragment(None);
-        if !base.path().ends_with('/') {
-            let path = format!("{}/", base.path());
-            base.set_path(&path);
         }
         let session = match &self.session {
             Some(session) => {
@@ -155,8 +131,7 @@ impl McpArgs {
         };
         let data_dir = self.data_dir.resolve()?;
         Ok(Target {
-            base,
-            url_token,
+            host,
             data_dir,
             session,
             opener: opener::Opener::from_env(self.no_open),
@@ -186,13 +161,13 @@ pub async fn run(args: McpArgs) -> ExitCode {
     // A host this data directory's lock names serves instead of the default
     // address; the kept token is that host's too. A token given on --url is
     // for the host named there, so such a target is never redirected.
-    if target.url_token.is_none()
-        && let Some(running) = autostart::running_host(&target.base, &target.data_dir).await
+    if !target.host.carries_token()
+        && let Some(running) = autostart::running_host(target.host.base(), &target.data_dir).await
     {
         tracing::info!(host = %running, "using the host already running on the data directory");
-        target.base = running;
+        target.host = target.host.with_base(running);
     }
-    tracing::info!(session = %target.session, host = %target.base, "ask-user mcp on stdio");
+    tracing::info!(session = %target.session, host = %target.host.base(), "ask-user mcp on stdio");
     let served = bridge::Bridge::new(target)
         .serve(rmcp::transport::stdio())
         .await;

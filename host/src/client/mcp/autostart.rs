@@ -41,7 +41,7 @@ pub const LOCK_PATIENCE: Duration = Duration::from_secs(10);
 /// Makes sure a host answers at `base`, starting `ask-user serve` for it with
 /// `data_dir` when none does.
 pub async fn ensure_host(base: &Url, data_dir: &Path) -> Result<(), String> {
-    let client = crate::ask_cmd::http_client(base);
+    let client = crate::client::http_client(base);
     if healthy(&client, base).await {
         return Ok(());
     }
@@ -97,13 +97,13 @@ pub async fn ensure_host(base: &Url, data_dir: &Path) -> Result<(), String> {
 /// second host cannot start on that directory (it holds `host.lock`), so the
 /// one it announced there is the one to use.
 pub async fn running_host(base: &Url, data_dir: &Path) -> Option<Url> {
-    let client = crate::ask_cmd::http_client(base);
+    let client = crate::client::http_client(base);
     if healthy(&client, base).await {
         return None;
     }
     let announced = Url::parse(&crate::host_lock::announced(data_dir)?).ok()?;
-    let elsewhere = announced != *base && crate::ask_cmd::is_loopback(&announced);
-    (elsewhere && healthy(&crate::ask_cmd::http_client(&announced), &announced).await)
+    let elsewhere = announced != *base && crate::client::is_loopback(&announced);
+    (elsewhere && healthy(&crate::client::http_client(&announced), &announced).await)
         .then_some(announced)
 }
 

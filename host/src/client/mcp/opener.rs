@@ -58,7 +58,7 @@ impl Opener {
             if !self.said_no.swap(true, Ordering::Relaxed) {
                 say!(
                     "ask-user mcp: not opening the page (--no-open); open {}?token= with the token in {}",
-                    target.base,
+                    target.host.base(),
                     crate::token_file::token_path(&target.data_dir).display()
                 );
             }
@@ -87,7 +87,7 @@ impl Opener {
                 return;
             }
         };
-        let landing = format!("{}?token={token}", target.base);
+        let landing = format!("{}?token={token}", target.host.base());
         let file = match write_redirect_once(&target.data_dir, &run, &landing) {
             Ok(Some(file)) => file,
             Ok(None) => {
@@ -103,7 +103,7 @@ impl Opener {
         };
         say!(
             "ask-user mcp: a question arrived and no page is open; opening {} in the browser",
-            target.base
+            target.host.base()
         );
         let mut command = opener_command(program, &file);
         match command.spawn() {
@@ -112,7 +112,7 @@ impl Opener {
             Err(e) => say!(
                 "ask-user mcp: could not run {} ({e}); open {} yourself",
                 program.to_string_lossy(),
-                target.base
+                target.host.base()
             ),
         }
     }
@@ -120,11 +120,10 @@ impl Opener {
 
 /// Asks the host whether to open the page (`POST /api/page-opener`).
 async fn claim(target: &Target, token: &str) -> Result<PageOpener, String> {
-    let url = target
-        .base
-        .join("api/page-opener")
-        .map_err(|e| e.to_string())?;
-    let response = crate::ask_cmd::http_client(&target.base)
+    let url = target.host.join("api/page-opener");
+    let response = target
+        .host
+        .http_client()
         .post(url)
         .bearer_auth(token)
         .send()

@@ -16,7 +16,7 @@
 //! controls a terminal would act on are shown, not sent: as `⟨U+XXXX⟩` on
 //! stderr, as JSON escapes in the answer (the same JSON value).
 
-use crate::pending::DEFAULT_DETACH_GRACE;
+use super::{DEFAULT_URL, HostUrl, http_client};
 use ask_user_core::display::{escape_json_for_terminal, neutralise_for_terminal};
 use ask_user_core::tool::render_error;
 use ask_user_core::wire::ErrorBody;
@@ -30,15 +30,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 use tokio::time::Instant;
-use url::Host;
-
-/// The host `ask-user ask` talks to when given none.
-pub const DEFAULT_URL: &str = "http://127.0.0.1:7411";
 
 /// How long `ask-user ask` keeps posting its request again after the
 /// connection dropped: the host's default detach grace, after which the host
 /// no longer keeps the question for it.
-pub const REASK_WINDOW: Duration = DEFAULT_DETACH_GRACE;
+pub const REASK_WINDOW: Duration =
+    Duration::from_secs(ask_user_core::wire::DEFAULT_DETACH_GRACE_SECS);
 
 /// The first pause before posting again; it doubles up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(250);
@@ -164,22 +161,6 @@ pub async fn ask(args: &AskArgs) -> AskOutcome {
         Ok(found) => found,
         Err(outcome) => return outcome,
     };
-    let token = match token {
-        Some(token) => Some(token),
-        // The kept token opens every question of this user's host: it never
-        // travels to (or through a proxy towards) another machine.
-        None if !is_loopback(&endpoint) => {
-            return bad_input(format!(
-                "--url: {} is not this machine; the token kept in the data directory is sent \
-                 only to a loopback host. Give that host's token with --token or ASK_USER_TOKEN",
-                endpoint.origin().ascii_serialization()
-            ));
-        }
-        None => match stored_token(&args.data_dir) {
-            Ok(token) => token,
-            Err(outcome) => return outcome,
-        },
-    };
     let timeout = args.timeout_ms.map(Duration::from_millis);
     send(endpoint, token, &request, timeout).await
 }
@@ -198,36 +179,28 @@ fn read_input(file: Option<&std::path::Path>) -> Result<String, AskOutcome> {
     }
 }
 
-/// The ask endpoint and the token: `--token`, else a `?token=` on `--url`.
+/// The ask endpoint and the token (see [`HostUrl::token`]).
 fn endpoint(args: &AskArgs, session: &SessionId) -> Result<(Url, Option<String>), AskOutcome> {
-    let mut url = Url::parse(&args.url)
-        .map_err(|e| bad_input(format!("--url: {:?} is not a URL: {e}", args.url)))?;
-    if url.scheme() != "http" {
-        return Err(bad_input(format!(
-            "--url: the host speaks plain http on loopback, not {:?}",
-            url.scheme()
-        )));
-    }
-    let url_token = url
-        .query_pairs()
-        .find(|(key, _)| key == "token")
-        .map(|(_, value)| value.into_owned());
-    let token = args.token.clone().or(url_token);
-    url.set_query(None);
-    url.set_fragment(None);
+    let host = HostUrl::parse(&args.url).map_err(bad_input)?;
+    let token = host
+        .token(
+            args.token.as_deref(),
+            &args.data_dir,
+            "with --token or ASK_USER_TOKEN",
+        )
+        .map_err(|message| {
+            if host.is_loopback() {
+                failed(message)
+            } else {
+                bad_input(message)
+            }
+        })?;
+    let mut url = host.base().clone();
     url.path_segments_mut()
         .map_err(|()| bad_input(format!("--url: {:?} cannot take a path", args.url)))?
         .pop_if_empty()
         .extend(["api", "sessions", session.as_str(), "ask"]);
     Ok((url, token))
-}
-
-/// The token the host keeps in the data directory, if it has written one.
-fn stored_token(data_dir: &crate::data_dir::DataDirArg) -> Result<Option<String>, AskOutcome> {
-    let Ok(dir) = data_dir.resolve() else {
-        return Ok(None);
-    };
-    crate::token_file::read(&dir).map_err(failed)
 }
 
 /// The URL of one post: with what is left of `timeout` after `elapsed`, so a
@@ -242,30 +215,6 @@ fn post_url(endpoint: &Url, timeout: Option<Duration>, elapsed: Duration) -> Url
             .append_pair("timeout_ms", &left.as_millis().to_string());
     }
     url
-}
-
-/// Whether `url` names this machine: `localhost` or a loopback address.
-/// Not `*.localhost`: a resolver may send those names anywhere, and the kept
-/// token goes only where this decides.
-pub fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        Some(Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
-}
-
-/// The HTTP client for `url`: proxy variables are ignored for a loopback
-/// host (a proxy would see the token and the answers, or not reach loopback).
-pub fn http_client(url: &Url) -> reqwest::Client {
-    let builder = reqwest::Client::builder();
-    let builder = if is_loopback(url) {
-        builder.no_proxy()
-    } else {
-        builder
-    };
-    builder.build().expect("a plain-HTTP client always builds")
 }
 
 /// Posts the request until the host answers: again, with backoff, when the
@@ -408,28 +357,6 @@ mod tests {
             "the host times it out itself"
         );
         assert_eq!(post_url(&url, None, Duration::from_secs(9)), url);
-    }
-
-    #[test]
-    fn loopback_hosts_are_recognised() {
-        for local in [
-            "http://127.0.0.1:1",
-            "http://127.3.4.5",
-            "http://[::1]:7411",
-            "http://localhost:7411",
-            "http://LOCALHOST",
-        ] {
-            assert!(is_loopback(&Url::parse(local).unwrap()), "{local}");
-        }
-        for remote in [
-            "http://10.0.0.1",
-            "http://example.com",
-            "http://[::2]",
-            "http://app.localhost",
-            "http://localhost.example.com",
-        ] {
-            assert!(!is_loopback(&Url::parse(remote).unwrap()), "{remote}");
-        }
     }
 
     #[test]

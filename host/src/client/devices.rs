@@ -3,9 +3,11 @@
 //! devices and revoke one. Both talk to the running host on loopback with
 //! the token kept in the data directory, as `ask-user ask` does.
 
+use super::{DEFAULT_URL, HostUrl};
 use crate::devices::{DeviceList, OpenedPairing, PairingStatus, PairingView};
+use crate::qr::terminal_qr;
 use clap::Args;
-use reqwest::{Method, StatusCode, Url};
+use reqwest::{Method, StatusCode};
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ pub const PAIR_POLL: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Args)]
 pub struct HostArgs {
     /// The host, on loopback (pairing and revoking need the host's own token).
-    #[arg(long, env = "ASK_USER_URL", default_value = crate::ask_cmd::DEFAULT_URL)]
+    #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL)]
     pub url: String,
     /// The host's token. Default: the token file in the data directory.
     #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
@@ -50,37 +52,35 @@ pub struct PairArgs {
 }
 
 struct Client {
-    base: Url,
+    host: HostUrl,
     token: String,
     http: reqwest::Client,
 }
 
 impl Client {
     fn new(args: &HostArgs) -> Result<Self, String> {
-        let base = Url::parse(&args.url)
-            .map_err(|e| format!("--url: {:?} is not a URL: {e}", args.url))?;
-        if !crate::ask_cmd::is_loopback(&base) {
+        let host = HostUrl::parse(&args.url)?;
+        if !host.is_loopback() {
             return Err(format!(
                 "--url: {} is not this machine; pairing and revoking devices happen on the \
                  host's own machine",
-                base.origin().ascii_serialization()
+                host.base().origin().ascii_serialization()
             ));
         }
-        let token = match &args.token {
-            Some(token) => token.clone(),
-            None => {
-                let dir = args.data_dir.resolve()?;
-                crate::token_file::read(&dir)?.ok_or_else(|| {
-                    format!(
-                        "no token in {}: start the host first (`ask-user serve`)",
-                        dir.display()
-                    )
-                })?
-            }
-        };
+        let token = host
+            .token(args.token.as_deref(), &args.data_dir, "with --token")?
+            .ok_or_else(|| {
+                format!(
+                    "no token in {}: start the host first (`ask-user serve`)",
+                    args.data_dir
+                        .resolve()
+                        .map(|dir| dir.display().to_string())
+                        .unwrap_or_default()
+                )
+            })?;
         Ok(Self {
-            http: crate::ask_cmd::http_client(&base),
-            base,
+            http: host.http_client(),
+            host,
             token,
         })
     }
@@ -90,7 +90,7 @@ impl Client {
         method: Method,
         path: &str,
     ) -> Result<Option<T>, String> {
-        let url = self.base.join(path).map_err(|e| e.to_string())?;
+        let url = self.host.join(path.trim_start_matches('/'));
         let response = self
             .http
             .request(method, url)
@@ -99,7 +99,7 @@ impl Client {
             .body("{}")
             .send()
             .await
-            .map_err(|e| format!("cannot reach the host at {}: {e}", self.base))?;
+            .map_err(|e| format!("cannot reach the host at {}: {e}", self.host.base()))?;
         let status = response.status();
         let body = response.text().await.map_err(|e| e.to_string())?;
         if status == StatusCode::NO_CONTENT {
@@ -237,42 +237,6 @@ pub fn utc_time(ms: u64) -> String {
     )
 }
 
-/// `text` as a QR code drawn with half blocks (two rows per line), dark on
-/// light with its quiet zone, for a terminal.
-pub fn terminal_qr(text: &str) -> String {
-    match qrcode::QrCode::new(text.as_bytes()) {
-        Ok(code) => code
-            .render::<qrcode::render::unicode::Dense1x2>()
-            .dark_color(qrcode::render::unicode::Dense1x2::Light)
-            .light_color(qrcode::render::unicode::Dense1x2::Dark)
-            .build(),
-        Err(_) => String::new(),
-    }
-}
-
-/// `text` as a QR code in SVG, for the page: one path of the dark modules
-/// on white, with the four-module quiet zone (drawn here rather than by the
-/// crate's SVG renderer, which the one binary's size budget had no room for).
-pub fn svg_qr(text: &str) -> String {
-    use std::fmt::Write as _;
-    let Ok(code) = qrcode::QrCode::new(text.as_bytes()) else {
-        return String::new();
-    };
-    let width = code.width();
-    let mut path = String::new();
-    for (i, color) in code.to_colors().iter().enumerate() {
-        if *color == qrcode::Color::Dark {
-            let _ = write!(path, "M{} {}h1v1h-1z", i % width + 4, i / width + 4);
-        }
-    }
-    let size = width + 8;
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {size} {size}\" width=\"200\" \
-         height=\"200\" shape-rendering=\"crispEdges\"><rect width=\"{size}\" height=\"{size}\" \
-         fill=\"#fff\"/><path fill=\"#000\" d=\"{path}\"/></svg>"
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -282,21 +246,5 @@ mod tests {
         assert_eq!(utc_time(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc_time(1_796_563_320_000), "2026-12-06 13:22 UTC");
         assert_eq!(utc_time(951_782_400_000), "2000-02-29 00:00 UTC");
-    }
-
-    #[test]
-    fn the_terminal_qr_code_is_square_blocks_with_a_quiet_zone() {
-        let qr = terminal_qr("https://box.tailnet.ts.net/pair#0123456789abcdef0123456789abcdef");
-        let lines: Vec<&str> = qr.lines().collect();
-        assert!(lines.len() > 10, "{qr}");
-        let width = lines[0].chars().count();
-        assert!(lines.iter().all(|l| l.chars().count() == width));
-        assert!(qr.contains('▀') || qr.contains('▄'));
-        let svg = svg_qr("https://box.tailnet.ts.net/pair#0123456789abcdef0123456789abcdef");
-        assert!(svg.starts_with("<svg ") && svg.ends_with("</svg>"), "{svg}");
-        // A version 4 code (33 modules) and its quiet zone.
-        assert!(svg.contains("viewBox=\"0 0 41 41\""), "{svg}");
-        // The finder pattern's top-left corner is dark.
-        assert!(svg.contains("M4 4h1v1h-1z"), "{svg}");
     }
 }
