@@ -7,7 +7,7 @@ use ask_user_core::wire::{
     AskedBy, AskerKind, INBOX_CHANGED, InboxEvent, Outcome, SessionList, Transcript,
     TranscriptEntry,
 };
-use ask_user_host::ask_cmd::{AskArgs, AskOutcome};
+use ask_user_host::client::ask::{AskArgs, AskOutcome};
 use ask_user_host::inbox::MAX_INBOX_STREAMS;
 use ask_user_tests::http_host::{EventStream, TestHost, assert_error, send, within};
 use ask_user_tests::mcp::RawSession;
@@ -174,7 +174,7 @@ async fn ask_user_ask_names_itself_as_the_cli_asker() {
     };
     let mut events = host.events("cli").await;
     events.replay().await;
-    let call = tokio::spawn(async move { ask_user_host::ask_cmd::ask(&args).await });
+    let call = tokio::spawn(async move { ask_user_host::client::ask::ask(&args).await });
     let requested = events.requested().await;
     assert_eq!(
         requested.asked_by,
