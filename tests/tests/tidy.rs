@@ -651,6 +651,8 @@ const SHARED_WITH_CLIENTS: &[&str] = &[
     "qr",
     "devices",
     "store",
+    "server::devices",
+    "server::store",
 ];
 
 /// Every `crate::<module>` a source names, with its line, skipping comments
@@ -662,10 +664,16 @@ fn crate_modules_named(source: &str) -> Vec<(usize, String)> {
         let mut rest = line;
         while let Some(at) = rest.find("crate::") {
             let after = &rest[at + "crate::".len()..];
-            let module: String = after
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
+            let name = |text: &str| -> String {
+                text.chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect()
+            };
+            let mut module = name(after);
+            // The server room is named by its module: `server::store`.
+            if module == "server" && after[module.len()..].starts_with("::") {
+                module = format!("server::{}", name(&after[module.len() + 2..]));
+            }
             // `$crate::` in a macro is the same crate.
             if !module.is_empty() {
                 found.push((index + 1, module));
@@ -712,10 +720,10 @@ fn the_client_programs_reach_no_server_internals() {
 #[test]
 fn the_client_room_scan_sees_paths_in_code_and_not_in_comments() {
     let source = "use crate::pending::X; // crate::mcp::tool\nfn f() { crate::client::ask(); \
-                  let s = \"crate::state\"; $crate::client::say(); }\n";
+                  let s = \"crate::state\"; $crate::client::say(); crate::server::store::X; }\n";
     let named: Vec<String> = crate_modules_named(source)
         .into_iter()
         .map(|(_, module)| module)
         .collect();
-    assert_eq!(named, ["pending", "client", "client"]);
+    assert_eq!(named, ["pending", "client", "client", "server::store"]);
 }
