@@ -52,8 +52,9 @@ const E2E_DIST_ENV: &str = "ASK_USER_E2E_DIST";
 const NODE_MODULES_ENV: &str = "ASK_USER_NODE_MODULES";
 /// The host binary the browser tests start (`ask-user serve ...`).
 const HOST_BIN_ENV: &str = "ASK_USER_BIN";
-/// The profile of the one binary: the release profile at opt-level 3 (plain
-/// release is tuned for wasm size), as the host's load bench measures it.
+/// The profile of the one binary: built for size except a request's path
+/// (see the workspace's Cargo.toml; plain release is tuned for wasm), as the
+/// host's load bench measures it.
 const DIST_PROFILE: &str = "release-native";
 /// Where `cargo xtask dist` leaves the binary.
 const DIST_DIR: &str = "dist";
@@ -329,28 +330,53 @@ fn one_binary_steps(ctx: &Ctx, report: &mut Report) {
 }
 
 /// The build of the one binary (`cargo xtask dist`, the size step of `cargo
-/// xtask test`): the host at [`DIST_PROFILE`] with the page built in.
+/// xtask test`): the host at [`DIST_PROFILE`] with the page built in, and on
+/// Linux with glibc linked in statically ([`static_target`]).
 fn dist_build(ctx: &Ctx) -> Command {
-    page::with_page(
-        ctx,
-        ctx.cargo([
-            "build",
-            "--profile",
-            DIST_PROFILE,
-            "-p",
-            "ask-user-host",
-            "--bin",
-            "ask-user",
-            // Without direct TLS (`--tls-cert`): rustls and ring are about
-            // 1.5 MB, over the budget; the documented way in is a TLS front.
-            "--no-default-features",
-        ]),
-    )
+    let mut build = ctx.cargo([
+        "build",
+        "--profile",
+        DIST_PROFILE,
+        "-p",
+        "ask-user-host",
+        "--bin",
+        "ask-user",
+    ]);
+    if let Some(target) = static_target() {
+        // The target named, so `+crt-static` reaches the binary only, not the
+        // build scripts and proc macros cargo builds for this machine.
+        build.args(["--target", &target]);
+        build.env(
+            format!(
+                "CARGO_TARGET_{}_RUSTFLAGS",
+                target.to_uppercase().replace('-', "_")
+            ),
+            "-C target-feature=+crt-static",
+        );
+    }
+    page::with_page(ctx, build)
+}
+
+/// The target the one binary is built for with glibc linked in (a static
+/// PIE) on a glibc Linux, else `None` (this machine's default target).
+///
+/// Static, because the binary then runs on any Linux whatever its glibc, and
+/// because a dynamic glibc is 2 MiB of what an idle host keeps mapped (libc,
+/// libm and the loader, mapped in 64 KiB windows): idle VmRSS 9.0 → 7.3 MiB
+/// (docs/performance.md, "Idle memory"). Names are still resolved by glibc's
+/// built-in `files` and `dns` sources.
+fn static_target() -> Option<String> {
+    (cfg!(target_os = "linux") && cfg!(target_env = "gnu"))
+        .then(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
 }
 
 /// Where [`dist_build`] leaves the binary.
 fn dist_built(ctx: &Ctx) -> PathBuf {
-    ctx.target_dir.join(DIST_PROFILE).join("ask-user")
+    let dir = match static_target() {
+        Some(target) => ctx.target_dir.join(target),
+        None => ctx.target_dir.clone(),
+    };
+    dir.join(DIST_PROFILE).join("ask-user")
 }
 
 /// `cargo xtask dist`: the one binary, with the page built in, in
@@ -420,7 +446,7 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     let chromedriver = tools::ensure_browser(ctx)?;
     let mut report = Report::default();
     // Only bench targets (`--bench '*'`), so libraries and the wasm app are not
-    // rebuilt as benchmarks; `release-native` is the release profile at opt-level 3
+    // rebuilt as benchmarks; `release-native` is the one binary's profile
     // (plain release is tuned for wasm size).
     let mut criterion = ctx.cargo([
         "bench",
