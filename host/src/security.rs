@@ -359,7 +359,10 @@ pub fn presented(
 }
 
 /// Whether the request presents valid credentials (what the accept loop
-/// asks to tell the page's and agents' connections from an attacker's).
+/// asks to tell the page's and agents' connections from an attacker's): the
+/// master token or the page's cookie, or a paired device's cookie (a
+/// device's stream through the front is as much the person's as the page's,
+/// and is not evicted at the cap to make room for a stranger).
 pub fn presents_credentials(
     state: &AppState,
     method: &Method,
@@ -367,6 +370,8 @@ pub fn presents_credentials(
     headers: &HeaderMap,
 ) -> bool {
     presented(state, method, uri, headers) == Presented::Valid
+        || crate::devices::presented_credential(headers)
+            .is_some_and(|credential| state.devices().authenticate(&credential).is_some())
 }
 
 /// The `?token=` of a `GET …/events` request, percent-decoded. `EventSource`
@@ -477,6 +482,7 @@ pub async fn require_token(
             let Some(Some(device)) = device else {
                 return ApiError::Unauthorized.into_response();
             };
+            crate::devices::note_seen(&state, &device);
             let revoked = device.revoked.clone();
             request.extensions_mut().insert(Credential::Device(device));
             return until_revoked(next.run(request).await, revoked);

@@ -281,7 +281,7 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
     wait_js(
         &desktop,
         "the device list",
-        "return document.getElementById('devices').textContent.includes('Pixel 8 (Chrome, Android)')",
+        "const t = document.getElementById('devices').textContent; return t.includes('Pixel 8 (Chrome, Android)') && t.includes('last answer')",
     )
     .await;
     desktop

@@ -14,7 +14,7 @@
     allowQ: "允许 {n}（{a}）回答问题吗？", allow: "允许", deny: "拒绝",
     allowed: "已允许 {n}。", refused: "已拒绝 {n}。", list: "已配对的设备",
     none: "没有已配对的设备。", revoke: "撤销", revokeName: "撤销 {n}",
-    pairedAt: "配对于 {t}，最近使用 {l}", expired: "配对码已过期，请重新配对。"
+    pairedAt: "配对于 {t}，最近使用 {l}", lastAnswer: "，最近回答 {w}", neverAnswered: "，尚未回答", expired: "配对码已过期，请重新配对。"
   } : {
     pairTitle: "Pair this device", name: "Name this device", claim: "Ask to pair",
     waiting: "Waiting for approval on the host's page…", paired: "Paired. Opening the questions…",
@@ -26,7 +26,7 @@
     allowQ: "Allow {n} ({a}) to answer questions?", allow: "Allow", deny: "Refuse",
     allowed: "{n} is allowed.", refused: "{n} was refused.", list: "Paired devices",
     none: "No paired device.", revoke: "Revoke", revokeName: "Revoke {n}",
-    pairedAt: "paired {t}, last seen {l}", expired: "The pairing code expired; pair again."
+    pairedAt: "paired {t}, last seen {l}", lastAnswer: ", last answer {w}", neverAnswered: ", never answered", expired: "The pairing code expired; pair again."
   };
   const fill = (text, values) => text.replace(/\{(\w)\}/g, (_, k) => values[k] ?? "");
   const $ = (id) => document.getElementById(id);
@@ -111,7 +111,8 @@
       const item = document.createElement("li");
       const when = (ms) => new Date(ms).toLocaleString();
       item.textContent = `${device.name} (${device.agent}), ` +
-        fill(T.pairedAt, { t: when(device.paired_at_ms), l: when(device.last_seen_ms) }) + " ";
+        fill(T.pairedAt, { t: when(device.paired_at_ms), l: when(device.last_seen_ms) }) +
+        (device.last_answer_ms ? fill(T.lastAnswer, { w: when(device.last_answer_ms) }) : T.neverAnswered) + " ";
       const revoke = document.createElement("button");
       revoke.type = "button";
       revoke.textContent = T.revoke;
