@@ -268,3 +268,54 @@ async fn on_a_phone_several_waiting_sessions_are_listed_first_one_full_width_row
     assert_accessible(&e2e, &axe, "the inbox listed first at 360 px").await;
     e2e.finish().await;
 }
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST, Chromium and the npm package axe-core)"]
+async fn the_pairing_dialog_and_the_pair_page_are_axe_clean_on_a_phone_with_44_px_buttons() {
+    let axe = axe_source();
+    let e2e = E2e::start("phone-pairing", &["--remote", "https://phone.test"]).await;
+    phone_metrics(&e2e, 360, 740).await;
+    e2e.open("default").await;
+    e2e.client()
+        .goto(&e2e.url("/devices#pair"))
+        .await
+        .expect("the devices page opens");
+    wait_js(
+        &e2e,
+        "the pairing dialog with its QR code",
+        "const d = document.getElementById('pairing'); const qr = document.getElementById('qr');
+         return d.open && qr.complete && qr.naturalWidth > 0",
+    )
+    .await;
+    let layout = e2e
+        .script(
+            "const root = document.documentElement;
+             return { sideways: root.scrollWidth - root.clientWidth,
+                      small: [...document.querySelectorAll('#pairing button')]
+                        .filter((b) => b.getBoundingClientRect().height > 0)
+                        .filter((b) => b.getBoundingClientRect().height < 44 || b.getBoundingClientRect().width < 44)
+                        .map((b) => b.id) };",
+        )
+        .await;
+    assert_eq!(
+        layout,
+        json!({"sideways": 0, "small": []}),
+        "the dialog at 360 px"
+    );
+    e2e.screenshot(&screenshots().join("phone-pairing-dialog-360.png"))
+        .await;
+    assert_accessible(&e2e, &axe, "the pairing dialog at 360 px").await;
+
+    e2e.client()
+        .goto(&e2e.url("/pair#0123456789abcdef0123456789abcdef"))
+        .await
+        .expect("the pair page opens");
+    wait_js(
+        &e2e,
+        "the pair page's form",
+        "return !document.getElementById('claim').hidden",
+    )
+    .await;
+    assert_accessible(&e2e, &axe, "the pair page at 360 px").await;
+    e2e.finish().await;
+}
