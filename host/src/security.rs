@@ -22,7 +22,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 use url::form_urlencoded;
@@ -483,9 +483,11 @@ pub async fn require_token(
                 return ApiError::Unauthorized.into_response();
             };
             crate::devices::note_seen(&state, &device);
-            let revoked = device.revoked.clone();
-            request.extensions_mut().insert(Credential::Device(device));
-            return until_revoked(next.run(request).await, revoked);
+            request
+                .extensions_mut()
+                .insert(Credential::Device(device.clone()));
+            let response = next.run(request).await;
+            return device_response(response, state, device);
         }
     }
     let checked = authenticate(&state, peer, || {
@@ -500,13 +502,21 @@ pub async fn require_token(
     }
 }
 
-/// `response` with its body cut off when `revoked` fires (a device's event
-/// stream ends at once when the device is revoked).
-fn until_revoked(response: Response, revoked: tokio_util::sync::CancellationToken) -> Response {
+/// A device's `response`: its body cut off when the device is revoked (its
+/// event stream ends at once), and every chunk it sends (an event, the
+/// stream's keep-alive) counts as seeing the device, so a phone with the
+/// page open stays "last seen" now, not when its stream began.
+fn device_response(
+    response: Response,
+    state: AppState,
+    device: Arc<crate::devices::Device>,
+) -> Response {
     use futures_util::StreamExt;
+    let revoked = device.revoked.clone();
     response.map(|body| {
         axum::body::Body::from_stream(
             body.into_data_stream()
+                .inspect(move |_| crate::devices::note_seen(&state, &device))
                 .take_until(revoked.cancelled_owned()),
         )
     })

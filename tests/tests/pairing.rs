@@ -332,6 +332,51 @@ async fn a_device_can_neither_pair_another_nor_list_or_revoke_devices() {
 }
 
 #[tokio::test]
+async fn a_device_with_its_stream_open_is_seen_whenever_the_stream_sends_not_only_when_it_opened() {
+    let setup = Setup::start().await;
+    let (_, cookie) = setup.paired().await;
+    let origin = setup.front.origin();
+    let stream = https_open(
+        &setup.cert,
+        setup.front.port(),
+        request(
+            "GET",
+            &setup.authority(),
+            "/api/sessions/s1/events",
+            &[("cookie", &cookie), ("origin", &origin)],
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut body = stream.into_body();
+    body.frame().await.expect("a frame").expect("no error");
+    let (_, listed) = setup.host.get("/api/devices").await;
+    let opened = listed["devices"][0]["last_seen_ms"].as_u64().unwrap();
+
+    // Later, a question reaches the open stream: the device is seen then.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _agent = setup.host.ask(
+        "s1",
+        "",
+        &json!({"questions": [{"id": "q", "question": "Still there?"}]}),
+    );
+    let mut text = String::new();
+    while !text.contains("Still there?") {
+        let frame = body.frame().await.expect("a frame").expect("no error");
+        if let Some(data) = frame.data_ref() {
+            text.push_str(&String::from_utf8_lossy(data));
+        }
+    }
+    let (_, listed) = setup.host.get("/api/devices").await;
+    let seen = listed["devices"][0]["last_seen_ms"].as_u64().unwrap();
+    assert!(
+        seen >= opened + 50,
+        "seen when the question was sent ({seen}), not only when the stream opened ({opened})"
+    );
+}
+
+#[tokio::test]
 async fn revoking_a_device_ends_its_stream_within_a_second_and_its_next_request_is_401() {
     let setup = Setup::start().await;
     let (device, cookie) = setup.paired().await;
