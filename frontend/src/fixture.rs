@@ -118,6 +118,7 @@ fn message(id: &str, role: Role, text: &str) -> SessionEvent {
         role,
         text: text.into(),
         at_ms: 0,
+        by: None,
     })
 }
 

@@ -218,9 +218,11 @@ async fn answer(
     BodyText(body): BodyText,
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
+    let device = device_of(&credential);
     state
         .answer_by(&session, &id, batch, answered_by(credential))
         .await?;
+    crate::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -233,12 +235,24 @@ async fn cancel(
     QuestionId(id): QuestionId,
     credential: Option<Extension<Credential>>,
 ) -> Result<Json<StatusBody>, ApiError> {
+    let device = device_of(&credential);
     state
         .cancel_by(&session, &id, answered_by(credential))
         .await?;
+    crate::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
+}
+
+/// The paired device a request came from, if it came from one.
+fn device_of(
+    credential: &Option<Extension<Credential>>,
+) -> Option<std::sync::Arc<crate::devices::Device>> {
+    match credential {
+        Some(Extension(Credential::Device(device))) => Some(device.clone()),
+        _ => None,
+    }
 }
 
 /// Who answers: the page with the master credential (or the token), or a
@@ -257,14 +271,18 @@ fn answered_by(credential: Option<Extension<Credential>>) -> Option<AnsweredBy> 
 async fn message(
     State(state): State<AppState>,
     Session(session): Session,
+    credential: Option<Extension<Credential>>,
     BodyText(body): BodyText,
 ) -> Result<Json<MessageCreated>, ApiError> {
     let post: PostMessage = serde_json::from_str(&body)
         .map_err(|e| UserInteractionError::bad_request(format!("message: {e}")))?;
     post.validate()?;
-    Ok(Json(
-        state.post_message(&session, Role::User, post.text).await?,
-    ))
+    let device = device_of(&credential);
+    let message = state
+        .post_message_by(&session, Role::User, post.text, answered_by(credential))
+        .await?;
+    crate::devices::note_answered(&state, device);
+    Ok(Json(message))
 }
 
 /// Any other `/api` path: 404 as JSON.

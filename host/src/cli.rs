@@ -84,6 +84,9 @@ pub struct ServeArgs {
     /// origin, with the master token. Without it they answer on loopback only.
     #[arg(long, requires = "remote")]
     pub remote_agents: bool,
+    /// How long a pairing code lasts, in ms (5 minutes): for tests only.
+    #[arg(long, hide = true, value_name = "MS")]
+    pub pairing_life_ms: Option<u64>,
     /// Serve TLS with this certificate chain (PEM), to bind a non-loopback
     /// --addr on a LAN (a non-loopback address without TLS is refused).
     /// Needs a build with the `tls` feature (not the `cargo xtask dist` binary).
@@ -201,6 +204,9 @@ impl ServeArgs {
             keep_days: self.keep_days,
             remote,
             remote_agents: self.remote_agents,
+            pairing_life: self
+                .pairing_life_ms
+                .map_or(crate::devices::PAIRING_LIFE, Duration::from_millis),
         })
     }
 

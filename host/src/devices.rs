@@ -34,6 +34,10 @@ pub const PAIRING_LIFE: Duration = Duration::from_secs(5 * 60);
 /// The most pairings open at once (a new one past it closes the oldest).
 pub const MAX_OPEN_PAIRINGS: usize = 16;
 
+/// How often a device's last-seen time is written to the store: at most
+/// once this long per device (its requests are many; the list shows minutes).
+pub const SEEN_WRITE_EVERY: Duration = Duration::from_secs(60);
+
 /// The most devices paired at once.
 pub const MAX_DEVICES: usize = 64;
 
@@ -62,13 +66,70 @@ pub struct Device {
     /// Fires when it is revoked: its responses (streams) end.
     pub revoked: CancellationToken,
     last_seen_ms: AtomicU64,
+    /// The last-seen time last written to the store.
+    seen_written_ms: AtomicU64,
+    /// 0 until it answers.
+    last_answer_ms: AtomicU64,
 }
 
 impl Device {
+    fn new(record: DeviceRecord) -> Self {
+        Self {
+            revoked: CancellationToken::new(),
+            last_seen_ms: AtomicU64::new(record.last_seen_ms),
+            seen_written_ms: AtomicU64::new(record.last_seen_ms),
+            last_answer_ms: AtomicU64::new(record.last_answer_ms.unwrap_or(0)),
+            record,
+        }
+    }
+
     /// When it last made a request (Unix ms; its pairing time until then).
     pub fn last_seen_ms(&self) -> u64 {
         self.last_seen_ms.load(Ordering::Relaxed)
     }
+
+    /// When it last answered, cancelled or wrote a message (Unix ms).
+    pub fn last_answer_ms(&self) -> Option<u64> {
+        Some(self.last_answer_ms.load(Ordering::Relaxed)).filter(|&ms| ms > 0)
+    }
+
+    /// Notes a request at `at_ms`; `true` when the store should be told (the
+    /// time written last is [`SEEN_WRITE_EVERY`] old).
+    pub fn seen(&self, at_ms: u64) -> bool {
+        self.last_seen_ms.fetch_max(at_ms, Ordering::Relaxed);
+        let written = self.seen_written_ms.load(Ordering::Relaxed);
+        at_ms.saturating_sub(written) >= SEEN_WRITE_EVERY.as_millis() as u64
+            && self
+                .seen_written_ms
+                .compare_exchange(written, at_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+/// Writes that `device` was seen now, when it is time to
+/// ([`SEEN_WRITE_EVERY`]); not awaited: a lost write only makes the list's
+/// last-seen time older.
+pub fn note_seen(state: &AppState, device: &Device) {
+    let at_ms = now_ms();
+    if device.seen(at_ms) {
+        drop(state.record().submit(Write::DeviceSeen {
+            id: device.record.id.clone(),
+            at_ms,
+        }));
+    }
+}
+
+/// Writes that `device` (if any) answered now (an answer, a cancel or a
+/// message that was kept); not awaited, as [`note_seen`].
+pub fn note_answered(state: &AppState, device: Option<Arc<Device>>) {
+    let Some(device) = device else { return };
+    let at_ms = now_ms();
+    device.last_answer_ms.fetch_max(at_ms, Ordering::Relaxed);
+    device.last_seen_ms.fetch_max(at_ms, Ordering::Relaxed);
+    drop(state.record().submit(Write::DeviceAnswered {
+        id: device.record.id.clone(),
+        at_ms,
+    }));
 }
 
 /// How a pairing stands.
@@ -95,9 +156,16 @@ struct Pairing {
 }
 
 /// The paired devices and the open pairings.
-#[derive(Default)]
 pub struct Devices {
     inner: Mutex<Inner>,
+    /// How long a code may be used ([`PAIRING_LIFE`] but in tests).
+    life: Duration,
+}
+
+impl Default for Devices {
+    fn default() -> Self {
+        Self::new(Vec::new(), PAIRING_LIFE)
+    }
 }
 
 impl std::fmt::Debug for Devices {
@@ -162,19 +230,14 @@ fn sha256_hex(text: &str) -> String {
 }
 
 impl Devices {
-    /// The registry with the devices `kept` by the store.
-    pub fn new(kept: Vec<DeviceRecord>) -> Self {
+    /// The registry with the devices `kept` by the store; codes last `life`.
+    pub fn new(kept: Vec<DeviceRecord>, life: Duration) -> Self {
         let by_credential = kept
             .into_iter()
             .map(|record| {
-                let seen = record.paired_at_ms;
                 (
                     record.credential_sha256.clone(),
-                    Arc::new(Device {
-                        record,
-                        revoked: CancellationToken::new(),
-                        last_seen_ms: AtomicU64::new(seen),
-                    }),
+                    Arc::new(Device::new(record)),
                 )
             })
             .collect();
@@ -183,22 +246,25 @@ impl Devices {
                 by_credential,
                 pairings: Vec::new(),
             }),
+            life,
         }
+    }
+
+    /// How long a code may be used.
+    pub fn pairing_life(&self) -> Duration {
+        self.life
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The device whose credential this is (and notes it was seen).
+    /// The device whose credential this is.
     pub fn authenticate(&self, credential: &str) -> Option<Arc<Device>> {
-        let device = self
-            .lock()
+        self.lock()
             .by_credential
-            .get(&sha256_hex(credential))?
-            .clone();
-        device.last_seen_ms.store(now_ms(), Ordering::Relaxed);
-        Some(device)
+            .get(&sha256_hex(credential))
+            .cloned()
     }
 
     /// The paired devices, oldest first.
@@ -211,7 +277,7 @@ impl Devices {
     /// Opens a pairing: `(id, code)`. Past [`MAX_OPEN_PAIRINGS`] the oldest closes.
     pub fn open_pairing(&self, now: Instant) -> (String, String) {
         let mut inner = self.lock();
-        inner.expire(now);
+        inner.expire(now, self.life);
         if inner.pairings.len() >= MAX_OPEN_PAIRINGS {
             inner.pairings.remove(0);
         }
@@ -236,7 +302,7 @@ impl Devices {
         now: Instant,
     ) -> Result<(), PairingError> {
         let mut inner = self.lock();
-        inner.expire(now);
+        inner.expire(now, self.life);
         let pairing = inner.by_code(code).ok_or(PairingError::Gone)?;
         if pairing.status != PairingStatus::Open {
             return Err(PairingError::Claimed);
@@ -254,7 +320,7 @@ impl Devices {
         now: Instant,
     ) -> Option<(PairingStatus, Option<String>, Option<String>)> {
         let mut inner = self.lock();
-        inner.expire(now);
+        inner.expire(now, self.life);
         let pairing = inner.pairings.iter().find(|p| p.id == id)?;
         Some((pairing.status, pairing.name.clone(), pairing.agent.clone()))
     }
@@ -262,7 +328,7 @@ impl Devices {
     /// The token holder's decision on a claimed pairing.
     pub fn decide(&self, id: &str, approve: bool, now: Instant) -> Result<(), PairingError> {
         let mut inner = self.lock();
-        inner.expire(now);
+        inner.expire(now, self.life);
         let pairing = inner
             .pairings
             .iter_mut()
@@ -288,7 +354,7 @@ impl Devices {
         now: Instant,
     ) -> Result<Option<(Arc<Device>, String)>, PairingError> {
         let mut inner = self.lock();
-        inner.expire(now);
+        inner.expire(now, self.life);
         let index = inner
             .pairings
             .iter()
@@ -311,12 +377,10 @@ impl Devices {
                     agent: pairing.agent.unwrap_or_default(),
                     credential_sha256: sha256_hex(&credential),
                     paired_at_ms: at,
+                    last_seen_ms: at,
+                    last_answer_ms: None,
                 };
-                let device = Arc::new(Device {
-                    record,
-                    revoked: CancellationToken::new(),
-                    last_seen_ms: AtomicU64::new(at),
-                });
+                let device = Arc::new(Device::new(record));
                 if inner.by_credential.len() >= MAX_DEVICES {
                     return Err(PairingError::Gone);
                 }
@@ -343,9 +407,9 @@ impl Devices {
 }
 
 impl Inner {
-    fn expire(&mut self, now: Instant) {
+    fn expire(&mut self, now: Instant, life: Duration) {
         self.pairings
-            .retain(|p| now.saturating_duration_since(p.opened) < PAIRING_LIFE);
+            .retain(|p| now.saturating_duration_since(p.opened) < life);
     }
 
     fn by_code(&mut self, code: &str) -> Option<&mut Pairing> {
@@ -456,7 +520,7 @@ async fn open_pairing(
         url,
         id,
         code,
-        expires_at_ms: now_ms() + PAIRING_LIFE.as_millis() as u64,
+        expires_at_ms: now_ms() + state.devices().pairing_life().as_millis() as u64,
     }))
 }
 
@@ -534,8 +598,12 @@ pub struct DeviceView {
     pub agent: String,
     /// When it was paired (Unix ms).
     pub paired_at_ms: u64,
-    /// When it last made a request (Unix ms; this run only).
+    /// When it last made a request (Unix ms; kept across restarts to
+    /// within [`SEEN_WRITE_EVERY`]).
     pub last_seen_ms: u64,
+    /// When it last answered, cancelled or wrote a message (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_answer_ms: Option<u64>,
 }
 
 /// `GET /api/devices`.
@@ -560,6 +628,7 @@ async fn list_devices(
             agent: d.record.agent.clone(),
             paired_at_ms: d.record.paired_at_ms,
             last_seen_ms: d.last_seen_ms(),
+            last_answer_ms: d.last_answer_ms(),
         })
         .collect();
     Ok(Json(DeviceList { devices }))
@@ -802,6 +871,27 @@ mod tests {
         assert!(revoked.revoked.is_cancelled());
         assert!(devices.authenticate(&credential).is_none());
         assert!(devices.list().is_empty());
+    }
+
+    #[test]
+    fn a_devices_sighting_is_written_at_most_once_a_minute_and_never_goes_back() {
+        let device = Device::new(DeviceRecord {
+            id: "d_1".to_owned(),
+            name: "Pixel 8".to_owned(),
+            agent: String::new(),
+            credential_sha256: String::new(),
+            paired_at_ms: 1_000,
+            last_seen_ms: 1_000,
+            last_answer_ms: None,
+        });
+        assert!(!device.seen(2_000), "a second after pairing");
+        assert_eq!(device.last_seen_ms(), 2_000, "seen, in memory");
+        assert!(device.seen(61_000), "a minute after the last write");
+        assert!(!device.seen(61_500));
+        assert!(!device.seen(30_000), "an older sighting");
+        assert_eq!(device.last_seen_ms(), 61_500, "never goes back");
+        assert!(device.seen(121_000));
+        assert_eq!(device.last_answer_ms(), None);
     }
 
     #[test]

@@ -398,6 +398,7 @@ pub trait PendingStore: Send + Sync + 'static {
             role,
             text,
             at_ms: now_ms(),
+            by: None,
         };
         self.post_message_as(session, message)
     }

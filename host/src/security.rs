@@ -22,7 +22,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
 use url::form_urlencoded;
@@ -359,7 +359,10 @@ pub fn presented(
 }
 
 /// Whether the request presents valid credentials (what the accept loop
-/// asks to tell the page's and agents' connections from an attacker's).
+/// asks to tell the page's and agents' connections from an attacker's): the
+/// master token or the page's cookie, or a paired device's cookie (a
+/// device's stream through the front is as much the person's as the page's,
+/// and is not evicted at the cap to make room for a stranger).
 pub fn presents_credentials(
     state: &AppState,
     method: &Method,
@@ -367,6 +370,8 @@ pub fn presents_credentials(
     headers: &HeaderMap,
 ) -> bool {
     presented(state, method, uri, headers) == Presented::Valid
+        || crate::devices::presented_credential(headers)
+            .is_some_and(|credential| state.devices().authenticate(&credential).is_some())
 }
 
 /// The `?token=` of a `GET …/events` request, percent-decoded. `EventSource`
@@ -477,9 +482,12 @@ pub async fn require_token(
             let Some(Some(device)) = device else {
                 return ApiError::Unauthorized.into_response();
             };
-            let revoked = device.revoked.clone();
-            request.extensions_mut().insert(Credential::Device(device));
-            return until_revoked(next.run(request).await, revoked);
+            crate::devices::note_seen(&state, &device);
+            request
+                .extensions_mut()
+                .insert(Credential::Device(device.clone()));
+            let response = next.run(request).await;
+            return device_response(response, state, device);
         }
     }
     let checked = authenticate(&state, peer, || {
@@ -494,13 +502,21 @@ pub async fn require_token(
     }
 }
 
-/// `response` with its body cut off when `revoked` fires (a device's event
-/// stream ends at once when the device is revoked).
-fn until_revoked(response: Response, revoked: tokio_util::sync::CancellationToken) -> Response {
+/// A device's `response`: its body cut off when the device is revoked (its
+/// event stream ends at once), and every chunk it sends (an event, the
+/// stream's keep-alive) counts as seeing the device, so a phone with the
+/// page open stays "last seen" now, not when its stream began.
+fn device_response(
+    response: Response,
+    state: AppState,
+    device: Arc<crate::devices::Device>,
+) -> Response {
     use futures_util::StreamExt;
+    let revoked = device.revoked.clone();
     response.map(|body| {
         axum::body::Body::from_stream(
             body.into_data_stream()
+                .inspect(move |_| crate::devices::note_seen(&state, &device))
                 .take_until(revoked.cancelled_owned()),
         )
     })

@@ -80,6 +80,9 @@ pub struct HostConfig {
     /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
     /// remote origin, with the master token (`--remote-agents`).
     pub remote_agents: bool,
+    /// How long a pairing code may be used ([`crate::devices::PAIRING_LIFE`];
+    /// shorter only in tests, through the hidden `--pairing-life-ms`).
+    pub pairing_life: Duration,
 }
 
 impl HostConfig {
@@ -101,6 +104,7 @@ impl HostConfig {
             keep_days: crate::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,
+            pairing_life: crate::devices::PAIRING_LIFE,
         }
     }
 }
@@ -219,7 +223,7 @@ impl AppState {
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
-        let kept_devices = record.restored().devices;
+        let devices = crate::devices::Devices::new(record.restored().devices, config.pairing_life);
         Self {
             inner: Arc::new(Inner {
                 guard: crate::security::Guard::new(&config.token),
@@ -236,7 +240,7 @@ impl AppState {
                 )),
                 pages: Default::default(),
                 run: random_token(),
-                devices: crate::devices::Devices::new(kept_devices),
+                devices,
             }),
         }
     }
@@ -454,12 +458,25 @@ impl AppState {
         role: Role,
         text: impl Into<String>,
     ) -> Result<MessageCreated, ApiError> {
+        self.post_message_by(session, role, text, None).await
+    }
+
+    /// [`AppState::post_message`], the record naming who wrote it (the page
+    /// or a paired device).
+    pub async fn post_message_by(
+        &self,
+        session: &SessionId,
+        role: Role,
+        text: impl Into<String>,
+        by: Option<AnsweredBy>,
+    ) -> Result<MessageCreated, ApiError> {
         let at_ms = now_ms();
         let message = MessageCreated {
             id: crate::pending::random_id("m_"),
             role,
             text: text.into(),
             at_ms,
+            by,
         };
         let write = Write::Message {
             session: session.as_str().to_owned(),

@@ -143,6 +143,7 @@ mod tests {
             role: Role::Agent,
             text: text.to_owned(),
             at_ms: n,
+            by: None,
         })
     }
 

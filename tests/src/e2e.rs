@@ -662,6 +662,17 @@ impl E2e {
         self.browser.close().await;
     }
 
+    /// Saves a PNG of the page as it is now (for looking at).
+    ///
+    /// # Panics
+    /// If the browser cannot take it.
+    pub async fn screenshot(&self, path: &std::path::Path) {
+        self.browser
+            .screenshot(path)
+            .await
+            .unwrap_or_else(|err| panic!("no screenshot {}: {err}", path.display()));
+    }
+
     /// Fails the test with a screenshot of the page and the host's log.
     pub async fn fail(&self, what: &str, detail: &str) -> ! {
         let shot = screenshot_path(&self.name);

@@ -1,6 +1,7 @@
 //! Shared helpers for ask-user's cross-crate tests: the host's HTTP contract and
 //! the browser end-to-end tests. Nothing outside `tests/` may depend on this crate.
 
+pub mod axe;
 pub mod browser;
 pub mod e2e;
 pub mod host_process;

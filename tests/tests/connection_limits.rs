@@ -1,6 +1,7 @@
 //! The accept loop's limits in-process, with short timeouts and a small cap:
 //! silent and trickling connections are closed, and at the cap a connection
-//! without the token makes room while connections with it stay.
+//! without the token makes room while connections with it (or with a paired
+//! device's cookie) stay.
 
 use ask_user_host::server::Limits;
 use ask_user_host::{AppState, HostConfig, random_token, serve_with};
@@ -46,8 +47,14 @@ fn limits(max_connections: usize, idle: Duration, header: Duration) -> Limits {
 /// Sends `GET path` on `socket` (keep-alive) and returns the status code.
 async fn get(socket: &mut TcpStream, path: &str, token: Option<&str>) -> u16 {
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    get_with(socket, path, &format!("Host: 127.0.0.1\r\n{auth}")).await
+}
+
+/// Sends `GET path` with `headers` (CRLF-ended lines) on `socket`
+/// (keep-alive) and returns the status code.
+async fn get_with(socket: &mut TcpStream, path: &str, headers: &str) -> u16 {
     socket
-        .write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n").as_bytes())
+        .write_all(format!("GET {path} HTTP/1.1\r\n{headers}\r\n").as_bytes())
         .await
         .unwrap();
     let mut head = Vec::new();
@@ -205,4 +212,105 @@ async fn at_the_cap_a_connection_without_the_token_makes_room_and_connections_wi
     for socket in [&mut agent, &mut page, &mut third] {
         assert_eq!(get(socket, "/api/sessions/s/questions", token).await, 200);
     }
+}
+
+/// The headers a TLS front (as `tailscale serve`) sends for a phone on the
+/// `--remote` origin `https://phone.test`.
+const FROM_THE_FRONT: &str = "Host: phone.test\r\nOrigin: https://phone.test\r\n\
+    X-Forwarded-For: 100.64.0.7\r\nX-Forwarded-Proto: https\r\n";
+
+/// One request on a connection of its own (closed after it): the head and
+/// the body.
+async fn call(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> (String, String) {
+    let mut socket = TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(
+            format!(
+                "{method} {path} HTTP/1.1\r\n{headers}Content-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    within("a response", socket.read_to_end(&mut response))
+        .await
+        .unwrap();
+    let response = String::from_utf8(response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    (head.to_owned(), body.to_owned())
+}
+
+#[tokio::test]
+async fn at_the_cap_a_paired_devices_connection_through_the_front_stays_like_the_pages() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let token = random_token();
+    let mut config = HostConfig::new(token.clone(), port);
+    config.remote =
+        Some(ask_user_host::security::RemoteOrigin::parse("https://phone.test").unwrap());
+    let state = AppState::new(config);
+    tokio::spawn(serve_with(
+        listener,
+        state,
+        limits(3, Duration::from_secs(30), Duration::from_secs(30)),
+    ));
+    let addr = format!("127.0.0.1:{port}");
+
+    // Pair a device: opened and approved on loopback with the token,
+    // claimed and collected through the front.
+    let master = format!("Host: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n");
+    let (_, opened) = call(&addr, "POST", "/api/pairings", &master, "{}").await;
+    let opened: serde_json::Value = serde_json::from_str(&opened).unwrap();
+    let (id, code) = (
+        opened["id"].as_str().unwrap(),
+        opened["code"].as_str().unwrap(),
+    );
+    let claim = format!(r#"{{"code": "{code}", "name": "Pixel 8"}}"#);
+    let (head, _) = call(&addr, "POST", "/api/pair/claim", FROM_THE_FRONT, &claim).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    let approve = format!("/api/pairings/{id}/approve");
+    let (head, _) = call(&addr, "POST", &approve, &master, "{}").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let collect = format!(r#"{{"code": "{code}"}}"#);
+    let (head, _) = call(&addr, "POST", "/api/pair/collect", FROM_THE_FRONT, &collect).await;
+    let cookie = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("set-cookie:")
+                .then(|| l[11..].trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no cookie: {head}"));
+    let cookie = cookie.split(';').next().unwrap();
+    let device_headers = format!("{FROM_THE_FRONT}Cookie: {cookie}\r\n");
+
+    // The device's connection is the oldest; two strangers fill the cap.
+    let mut device = TcpStream::connect(&addr).await.unwrap();
+    assert_eq!(
+        get_with(&mut device, "/api/sessions/s/questions", &device_headers).await,
+        200
+    );
+    let mut first = TcpStream::connect(&addr).await.unwrap();
+    let mut second = TcpStream::connect(&addr).await.unwrap();
+    // A third stranger makes room by closing the oldest stranger, not the device.
+    let _third = TcpStream::connect(&addr).await.unwrap();
+    closed_by_host(
+        &mut first,
+        "the oldest connection without credentials to be closed",
+    )
+    .await;
+    assert_eq!(
+        get_with(&mut device, "/api/sessions/s/questions", &device_headers).await,
+        200,
+        "the device's connection stays"
+    );
+    let _fourth = TcpStream::connect(&addr).await.unwrap();
+    closed_by_host(&mut second, "the next stranger to be closed").await;
+    assert_eq!(
+        get_with(&mut device, "/api/sessions/s/questions", &device_headers).await,
+        200
+    );
 }

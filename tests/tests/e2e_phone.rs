@@ -69,7 +69,8 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .await
         .expect("Chromium starts");
     desktop.goto(host.url()).await.unwrap();
-    // The page's header links to the devices page (on loopback only).
+    // The page's header links to the devices page (on loopback only),
+    // which opens its pairing dialog at once.
     desktop
         .wait_for_css("[data-auq=pair-device]")
         .await
@@ -77,13 +78,13 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .click()
         .await
         .unwrap();
-    desktop
-        .wait_for_css("#pair-button")
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    let modal = wait_js(
+        &desktop,
+        "the pairing dialog",
+        "const d = document.getElementById('pairing'); return d.open && d.matches(':modal') && location.hash === ''",
+    )
+    .await;
+    assert_eq!(modal, json!(true));
     let link = wait_js(
         &desktop,
         "the pairing link",
@@ -102,6 +103,10 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
     )
     .await;
     assert_eq!(qr_loaded, json!(true));
+    desktop
+        .screenshot(&screenshots().join("pair-desktop-dialog.png"))
+        .await
+        .unwrap();
 
     // The phone.
     let phone = phone_browser(&cert, "en-US", (390, 844)).await;
@@ -281,7 +286,7 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
     wait_js(
         &desktop,
         "the device list",
-        "return document.getElementById('devices').textContent.includes('Pixel 8 (Chrome, Android)')",
+        "const t = document.getElementById('devices').textContent; return t.includes('Pixel 8 (Chrome, Android)') && t.includes('last answer')",
     )
     .await;
     desktop

@@ -34,7 +34,7 @@ impl Drop for Setup {
 
 impl Setup {
     async fn start() -> Self {
-        Self::start_in(None).await
+        Self::start_in(None, ask_user_host::devices::PAIRING_LIFE).await
     }
 
     /// With a SQLite store in a data directory of the test's own.
@@ -47,10 +47,10 @@ impl Setup {
                 .unwrap()
                 .as_nanos()
         ));
-        Self::start_in(Some(dir)).await
+        Self::start_in(Some(dir), ask_user_host::devices::PAIRING_LIFE).await
     }
 
-    async fn start_in(data_dir: Option<std::path::PathBuf>) -> Self {
+    async fn start_in(data_dir: Option<std::path::PathBuf>, pairing_life: Duration) -> Self {
         let cert = TestCert::new();
         let mut front = TlsFront::bind(&cert).await;
         let origin = front.origin();
@@ -64,6 +64,7 @@ impl Setup {
         let host = TestHost::start_recording(
             |config| {
                 config.remote = Some(RemoteOrigin::parse(&origin).unwrap());
+                config.pairing_life = pairing_life;
             },
             record,
         )
@@ -119,13 +120,19 @@ impl Setup {
 
     /// Opened, claimed as "Pixel 8" and approved: the device's cookie pair.
     async fn paired(&self) -> (String, String) {
+        self.paired_as("Pixel 8").await
+    }
+
+    /// Opened, claimed as `name` (from a browser without a device cookie)
+    /// and approved: (the device's id, its cookie pair).
+    async fn paired_as(&self, name: &str) -> (String, String) {
         let (id, code, _) = self.open_pairing().await;
         let claim = self
             .phone(
                 "POST",
                 "/api/pair/claim",
                 None,
-                &json!({"code": code, "name": "Pixel 8"}),
+                &json!({"code": code, "name": name}),
             )
             .await;
         assert_eq!(claim.status, StatusCode::ACCEPTED, "{:?}", claim.body);
@@ -325,6 +332,51 @@ async fn a_device_can_neither_pair_another_nor_list_or_revoke_devices() {
 }
 
 #[tokio::test]
+async fn a_device_with_its_stream_open_is_seen_whenever_the_stream_sends_not_only_when_it_opened() {
+    let setup = Setup::start().await;
+    let (_, cookie) = setup.paired().await;
+    let origin = setup.front.origin();
+    let stream = https_open(
+        &setup.cert,
+        setup.front.port(),
+        request(
+            "GET",
+            &setup.authority(),
+            "/api/sessions/s1/events",
+            &[("cookie", &cookie), ("origin", &origin)],
+            "",
+        ),
+    )
+    .await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut body = stream.into_body();
+    body.frame().await.expect("a frame").expect("no error");
+    let (_, listed) = setup.host.get("/api/devices").await;
+    let opened = listed["devices"][0]["last_seen_ms"].as_u64().unwrap();
+
+    // Later, a question reaches the open stream: the device is seen then.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let _agent = setup.host.ask(
+        "s1",
+        "",
+        &json!({"questions": [{"id": "q", "question": "Still there?"}]}),
+    );
+    let mut text = String::new();
+    while !text.contains("Still there?") {
+        let frame = body.frame().await.expect("a frame").expect("no error");
+        if let Some(data) = frame.data_ref() {
+            text.push_str(&String::from_utf8_lossy(data));
+        }
+    }
+    let (_, listed) = setup.host.get("/api/devices").await;
+    let seen = listed["devices"][0]["last_seen_ms"].as_u64().unwrap();
+    assert!(
+        seen >= opened + 50,
+        "seen when the question was sent ({seen}), not only when the stream opened ({opened})"
+    );
+}
+
+#[tokio::test]
 async fn revoking_a_device_ends_its_stream_within_a_second_and_its_next_request_is_401() {
     let setup = Setup::start().await;
     let (device, cookie) = setup.paired().await;
@@ -456,4 +508,244 @@ async fn the_record_names_the_device_or_the_page_that_answered_in_the_stream_tra
     let log = String::from_utf8_lossy(&log.stdout);
     assert!(log.contains("Answered on Pixel 8 at "), "{log}");
     assert!(log.contains("Closed on the host's page at "), "{log}");
+}
+
+#[tokio::test]
+async fn an_expired_code_is_refused_with_410_even_approved_and_leaves_no_credential() {
+    let setup = Setup::start_in(None, Duration::from_millis(400)).await;
+    let (id, code, _) = setup.open_pairing().await;
+    let claim = setup
+        .phone(
+            "POST",
+            "/api/pair/claim",
+            None,
+            &json!({"code": code, "name": "Pixel 8"}),
+        )
+        .await;
+    assert_eq!(claim.status, StatusCode::ACCEPTED, "{:?}", claim.body);
+    let (status, _) = setup
+        .host
+        .post(&format!("/api/pairings/{id}/approve"), "{}")
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    // Approved, but nobody collects within the code's life.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let collected = setup
+        .phone("POST", "/api/pair/collect", None, &json!({"code": code}))
+        .await;
+    assert_eq!(collected.status, StatusCode::GONE, "{:?}", collected.body);
+    assert!(collected.headers.get("set-cookie").is_none());
+    assert!(
+        collected.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it expired"),
+        "{:?}",
+        collected.body
+    );
+    let (status, _) = setup.host.get(&format!("/api/pairings/{id}")).await;
+    assert_eq!(status, reqwest::StatusCode::GONE, "the pairing is gone");
+    let (_, devices) = setup.host.get("/api/devices").await;
+    assert_eq!(devices["devices"], json!([]), "no credential was made");
+
+    // A code opened and claimed only after its life: refused the same way.
+    let (_, code, _) = setup.open_pairing().await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let late = setup
+        .phone(
+            "POST",
+            "/api/pair/claim",
+            None,
+            &json!({"code": code, "name": "Pixel 8"}),
+        )
+        .await;
+    assert_eq!(late.status, StatusCode::GONE, "{:?}", late.body);
+}
+
+#[tokio::test]
+async fn two_devices_answering_at_once_one_wins_and_the_record_names_that_one() {
+    let setup = Setup::start().await;
+    let (pixel, pixel_cookie) = setup.paired_as("Pixel 8").await;
+    let (ipad, ipad_cookie) = setup.paired_as("iPad").await;
+    let mut events = setup.host.events("s1").await;
+    events.replay().await;
+    let question = json!({"questions": [{"id": "ship", "question": "Ship it?",
+        "options": [{"label": "Yes"}, {"label": "No"}]}]});
+    for round in 0..5 {
+        let agent = setup.host.ask("s1", "", &question);
+        let asked = events.requested().await;
+        let path = format!("/api/sessions/s1/questions/{}/answer", asked.id);
+        let (yes_body, no_body) = (
+            json!({"answers": [{"id": "ship", "selected": ["Yes"]}]}),
+            json!({"answers": [{"id": "ship", "selected": ["No"]}]}),
+        );
+        let (yes, no) = tokio::join!(
+            setup.phone("POST", &path, Some(&pixel_cookie), &yes_body),
+            setup.phone("POST", &path, Some(&ipad_cookie), &no_body),
+        );
+        let statuses = [yes.status, no.status];
+        assert!(
+            statuses.contains(&StatusCode::OK) && statuses.contains(&StatusCode::CONFLICT),
+            "round {round}: one wins, the other is told it lost: {statuses:?} {:?} {:?}",
+            yes.body,
+            no.body
+        );
+        let (winner, label) = if yes.status == StatusCode::OK {
+            (&pixel, "Yes")
+        } else {
+            (&ipad, "No")
+        };
+        let resolved = events.resolved().await;
+        let by = serde_json::to_value(resolved.record.unwrap().by).unwrap();
+        assert_eq!(by["device"]["id"], json!(winner), "round {round}: {by}");
+        let (status, body) = agent.await.unwrap();
+        assert_eq!(status, reqwest::StatusCode::OK);
+        assert_eq!(
+            body,
+            json!({"answers": [{"id": "ship", "selected": [label]}]}),
+            "round {round}: the agent gets the winner's answer"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_home_screen_app_without_safaris_cookie_pairs_again_and_both_devices_work_and_are_listed()
+{
+    let setup = Setup::start().await;
+    let (in_safari, safari_cookie) = setup.paired_as("iPhone").await;
+    // The installed app starts with an empty cookie jar: it opens a new
+    // link and pairs as a second device; the first stays paired.
+    let (in_app, app_cookie) = setup.paired_as("iPhone").await;
+    assert_ne!(in_safari, in_app);
+    assert_ne!(safari_cookie, app_cookie);
+    for cookie in [&safari_cookie, &app_cookie] {
+        let list = setup
+            .phone(
+                "GET",
+                "/api/sessions/s1/questions",
+                Some(cookie),
+                &Value::Null,
+            )
+            .await;
+        assert_eq!(list.status, StatusCode::OK, "{:?}", list.body);
+    }
+    let (_, devices) = setup.host.get("/api/devices").await;
+    let listed: Vec<&str> = devices["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec![in_safari.as_str(), in_app.as_str()]);
+    assert!(
+        devices["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["name"] == "iPhone")
+    );
+}
+
+#[tokio::test]
+async fn a_devices_answers_and_messages_name_it_and_its_last_answer_is_listed_and_kept_in_the_store()
+ {
+    let setup = Setup::start_recording().await;
+    let (device, cookie) = setup.paired().await;
+    let (_, listed) = setup.host.get("/api/devices").await;
+    assert_eq!(listed["devices"][0].get("last_answer_ms"), None, "{listed}");
+    let paired_at = listed["devices"][0]["paired_at_ms"].as_u64().unwrap();
+
+    let mut events = setup.host.events("s1").await;
+    events.replay().await;
+    let agent = setup.host.ask(
+        "s1",
+        "",
+        &json!({"questions": [{"id": "ship", "question": "Ship it?",
+            "options": [{"label": "Yes"}, {"label": "No"}]}]}),
+    );
+    let asked = events.requested().await;
+    let answered = setup
+        .phone(
+            "POST",
+            &format!("/api/sessions/s1/questions/{}/answer", asked.id),
+            Some(&cookie),
+            &json!({"answers": [{"id": "ship", "selected": ["Yes"]}]}),
+        )
+        .await;
+    assert_eq!(answered.status, StatusCode::OK, "{:?}", answered.body);
+    agent.await.unwrap();
+
+    // A message from the phone and one from the host's page.
+    let from_phone = setup
+        .phone(
+            "POST",
+            "/api/sessions/s1/messages",
+            Some(&cookie),
+            &json!({"text": "sent from the train"}),
+        )
+        .await;
+    assert_eq!(from_phone.status, StatusCode::OK, "{:?}", from_phone.body);
+    let on_phone = json!({"kind": "device", "device": {"id": device, "name": "Pixel 8"}});
+    assert_eq!(from_phone.json()["by"], on_phone);
+    let (status, from_page) = setup
+        .host
+        .post(
+            "/api/sessions/s1/messages",
+            json!({"text": "at the desk"}).to_string(),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    assert_eq!(from_page["by"], json!({"kind": "page"}));
+    let (_, transcript) = setup.host.get("/api/sessions/s1/transcript").await;
+    let messages: Vec<(&Value, &Value)> = transcript["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e.get("role").is_some())
+        .map(|e| (&e["text"], &e["by"]))
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            (&json!("sent from the train"), &on_phone),
+            (&json!("at the desk"), &json!({"kind": "page"}))
+        ]
+    );
+
+    let (_, listed) = setup.host.get("/api/devices").await;
+    let last_answer = listed["devices"][0]["last_answer_ms"].as_u64().unwrap();
+    let last_seen = listed["devices"][0]["last_seen_ms"].as_u64().unwrap();
+    assert!(last_answer >= paired_at, "{listed}");
+    assert!(last_seen >= last_answer, "{listed}");
+
+    // Kept: a store opened on the same file reads the device's last answer
+    // and who wrote each message (the writes are not awaited: poll).
+    let dir = setup.data_dir.clone().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let store = ask_user_host::store::SqliteStore::open(&dir).unwrap();
+        let restored = ask_user_host::store::Store::restored(&store);
+        let kept = restored.devices[0].last_answer_ms;
+        let bys: Vec<Value> = restored
+            .transcripts
+            .iter()
+            .filter_map(|(_, entry)| match entry {
+                ask_user_core::wire::TranscriptEntry::Message(m) => {
+                    Some(serde_json::to_value(&m.by).unwrap())
+                }
+                ask_user_core::wire::TranscriptEntry::Record(_) => None,
+            })
+            .collect();
+        if kept == Some(last_answer) {
+            assert_eq!(bys, vec![on_phone.clone(), json!({"kind": "page"})]);
+            assert!(restored.devices[0].last_seen_ms >= last_answer);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the store never kept the last answer: {kept:?}, listed {last_answer}"
+        );
+        drop(store);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

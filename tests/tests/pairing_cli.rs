@@ -131,8 +131,68 @@ async fn pair_in_the_terminal_then_list_and_revoke_with_devices() {
     assert!(
         listed_text.contains(&id)
             && listed_text.contains("Pixel 8 ")
-            && listed_text.contains("Chrome, Android"),
+            && listed_text.contains("Chrome, Android")
+            && listed_text.contains("never answered"),
         "{listed_text}"
+    );
+
+    // The device answers an agent's question; the list says when.
+    let cookie = collected.headers["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let question = serde_json::json!({"questions": [{"id": "ship", "question": "Ship it?",
+        "options": [{"label": "Yes"}, {"label": "No"}]}]});
+    let agent = tokio::spawn(
+        reqwest::Client::new()
+            .post(format!("{}/api/sessions/s1/ask", host.origin()))
+            .bearer_auth(host.token().unwrap())
+            .json(&question)
+            .send(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let asked = loop {
+        let listed: serde_json::Value = reqwest::Client::new()
+            .get(format!("{}/api/sessions/s1/questions", host.origin()))
+            .bearer_auth(host.token().unwrap())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(id) = listed["pending"][0]["id"].as_str() {
+            break id.to_owned();
+        }
+        assert!(Instant::now() < deadline, "the question never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let origin = front.origin();
+    let answered = https(
+        &cert,
+        front.port(),
+        request(
+            "POST",
+            &authority,
+            &format!("/api/sessions/s1/questions/{asked}/answer"),
+            &[
+                ("cookie", cookie.as_str()),
+                ("origin", origin.as_str()),
+                ("content-type", "application/json"),
+            ],
+            r#"{"answers": [{"id": "ship", "selected": ["Yes"]}]}"#,
+        ),
+    )
+    .await;
+    assert_eq!(answered.status, StatusCode::OK, "{:?}", answered.body);
+    agent.await.unwrap().unwrap();
+    let listed = cli(&host, &["devices"]);
+    let listed_text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed_text.contains("last answer 20"), "{listed_text}");
+    let listed = cli(&host, &["devices", "--json"]);
+    let list: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let device = &list["devices"][0];
+    assert!(
+        device["last_answer_ms"].as_u64() >= device["paired_at_ms"].as_u64(),
+        "{list}"
     );
     let revoked = cli(&host, &["devices", "--revoke", &id]);
     assert!(revoked.status.success(), "{revoked:?}");

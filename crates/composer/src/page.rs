@@ -223,8 +223,16 @@ fn SessionSwitcher(
         }
         list
     };
+    // "several": more than one session waits (a phone lists them first).
+    let waiting = move || {
+        let waiting = inbox.sessions.with(|list| {
+            list.as_ref()
+                .map_or(0, |l| l.sessions.iter().filter(|s| s.pending > 0).count())
+        });
+        if waiting > 1 { "several" } else { "one" }
+    };
     view! {
-        <nav class="auq-inbox" data-auq="inbox" aria-label=texts.sessions>
+        <nav class="auq-inbox" data-auq="inbox" aria-label=texts.sessions data-waiting=waiting>
             <ul class="auq-inbox__list">
                 <For each=entries key=|s| (s.id.clone(), s.pending, s.asked_by.as_ref().map(|a| a.name.clone())) let(entry)>
                     {

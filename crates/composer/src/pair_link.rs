@@ -1,5 +1,5 @@
 //! "Pair a device" in the page's header: a link to the host's `/devices`
-//! page (issue 21), shown only on the host's own machine (a loopback
+//! page (issue 21), which opens its pairing dialog at once (`#pair`), shown only on the host's own machine (a loopback
 //! address), where the page holds the token's cookie; a paired device's page
 //! (the `--remote` origin) may not pair another.
 
@@ -24,7 +24,7 @@ pub(crate) fn PairLink(texts: &'static Texts) -> impl IntoView {
         .is_some_and(|host| is_loopback_host(&host));
     on_loopback.then(|| {
         view! {
-            <a class="auq-btn auq-btn--quiet" href="/devices" data-auq="pair-device">
+            <a class="auq-btn auq-btn--quiet" href="/devices#pair" data-auq="pair-device">
                 {texts.pair_device}
             </a>
         }

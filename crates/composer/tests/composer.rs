@@ -920,6 +920,7 @@ async fn the_message_box_sends_on_enter_but_not_during_composition_or_with_shift
             role: ask_user_core::wire::Role::Agent,
             text: "Hi <b>there</b>".into(),
             at_ms: 0,
+            by: None,
         },
     ));
     settle().await;

@@ -240,6 +240,10 @@ pub struct MessageCreated {
     /// When the host took it (Unix milliseconds); 0 in frames of older hosts.
     #[serde(default)]
     pub at_ms: u64,
+    /// Who wrote it, for the person's messages: the host's page or a paired
+    /// device (absent for an agent's messages and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<AnsweredBy>,
 }
 
 /// What the transcript keeps of a resolved question.

@@ -227,6 +227,7 @@ fn transcript_entries_are_tagged_by_kind_and_round_trip() {
                 role: Role::Agent,
                 text: "**hi**".into(),
                 at_ms: 5,
+                by: None,
             }),
             TranscriptEntry::Record(record(Outcome::Answered)),
             TranscriptEntry::Record(record(Outcome::Cancelled)),

@@ -251,6 +251,7 @@ fn a_message_frame_does_not_touch_the_questionnaire() {
             role: Role::Agent,
             text: "hi".into(),
             at_ms: 0,
+            by: None,
         })),
     );
     assert!(fx.is_empty());

@@ -30,6 +30,7 @@ fn events() -> Vec<SessionEvent> {
             role: Role::User,
             text: "hi".into(),
             at_ms: 0,
+            by: None,
         }),
         SessionEvent::QuestionDetached(QuestionRef { id: "q-2".into() }),
         SessionEvent::QuestionAttached(QuestionRef { id: "q-2".into() }),

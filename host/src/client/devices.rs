@@ -146,12 +146,16 @@ pub async fn run_devices(args: &DevicesArgs) -> Result<(), String> {
     }
     for device in &list.devices {
         println!(
-            "{}  {}  ({})  paired {}  last seen {}",
+            "{}  {}  ({})  paired {}  last seen {}  {}",
             device.id,
             crate::logged::logged(&device.name),
             device.agent,
             utc_time(device.paired_at_ms),
             utc_time(device.last_seen_ms),
+            device.last_answer_ms.map_or_else(
+                || "never answered".to_owned(),
+                |ms| format!("last answer {}", utc_time(ms))
+            ),
         );
     }
     Ok(())

@@ -12,9 +12,9 @@
     devices: "设备", back: "返回问题", pair: "配对设备",
     hint: "在手机或电脑上打开此链接（5 分钟内有效，仅一次）：", qr: "配对链接的二维码",
     allowQ: "允许 {n}（{a}）回答问题吗？", allow: "允许", deny: "拒绝",
-    allowed: "已允许 {n}。", refused: "已拒绝 {n}。", list: "已配对的设备",
+    allowed: "已允许 {n}。", refused: "已拒绝 {n}。", list: "已配对的设备", close: "关闭",
     none: "没有已配对的设备。", revoke: "撤销", revokeName: "撤销 {n}",
-    pairedAt: "配对于 {t}，最近使用 {l}", expired: "配对码已过期，请重新配对。"
+    pairedAt: "配对于 {t}，最近使用 {l}", lastAnswer: "，最近回答 {w}", neverAnswered: "，尚未回答", expired: "配对码已过期，请重新配对。"
   } : {
     pairTitle: "Pair this device", name: "Name this device", claim: "Ask to pair",
     waiting: "Waiting for approval on the host's page…", paired: "Paired. Opening the questions…",
@@ -24,9 +24,9 @@
     devices: "Devices", back: "Back to the questions", pair: "Pair a device",
     hint: "Open this link on the phone or computer (valid 5 minutes, once):", qr: "QR code of the pairing link",
     allowQ: "Allow {n} ({a}) to answer questions?", allow: "Allow", deny: "Refuse",
-    allowed: "{n} is allowed.", refused: "{n} was refused.", list: "Paired devices",
+    allowed: "{n} is allowed.", refused: "{n} was refused.", list: "Paired devices", close: "Close",
     none: "No paired device.", revoke: "Revoke", revokeName: "Revoke {n}",
-    pairedAt: "paired {t}, last seen {l}", expired: "The pairing code expired; pair again."
+    pairedAt: "paired {t}, last seen {l}", lastAnswer: ", last answer {w}", neverAnswered: ", never answered", expired: "The pairing code expired; pair again."
   };
   const fill = (text, values) => text.replace(/\{(\w)\}/g, (_, k) => values[k] ?? "");
   const $ = (id) => document.getElementById(id);
@@ -111,7 +111,8 @@
       const item = document.createElement("li");
       const when = (ms) => new Date(ms).toLocaleString();
       item.textContent = `${device.name} (${device.agent}), ` +
-        fill(T.pairedAt, { t: when(device.paired_at_ms), l: when(device.last_seen_ms) }) + " ";
+        fill(T.pairedAt, { t: when(device.paired_at_ms), l: when(device.last_seen_ms) }) +
+        (device.last_answer_ms ? fill(T.lastAnswer, { w: when(device.last_answer_ms) }) : T.neverAnswered) + " ";
       const revoke = document.createElement("button");
       revoke.type = "button";
       revoke.textContent = T.revoke;
@@ -131,31 +132,41 @@
     document.title = T.devices + " · ask-user";
     for (const [id, text] of [["title", T.devices], ["back", T.back], ["pair-button", T.pair],
       ["pairing-title", T.pair], ["pairing-hint", T.hint], ["allow", T.allow], ["deny", T.deny],
-      ["list-title", T.list]]) setText(id, text);
+      ["list-title", T.list], ["close-pairing", T.close]]) setText(id, text);
     $("qr").alt = T.qr;
     listDevices();
-    $("pair-button").addEventListener("click", async () => {
+    // "Pair a device" is a modal dialog: the QR code and the link, then the
+    // approval question; closing it stops watching (the code just expires).
+    const dialog = $("pairing");
+    $("close-pairing").addEventListener("click", () => dialog.close());
+    const openPairing = async () => {
       const opened = await post("/api/pairings");
       if (!opened.ok) { status(await refusal(opened), true); return; }
       const pairing = await opened.json();
       $("qr").src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(pairing.qr_svg);
       setText("link", pairing.url);
-      $("pairing").hidden = false;
       $("approval").hidden = true;
+      $("invite").hidden = false;
       status("");
-      for (;;) {
+      if (!dialog.open) dialog.showModal();
+      dialog.dataset.pairing = pairing.id;
+      const watching = () => dialog.open && dialog.dataset.pairing === pairing.id;
+      while (watching()) {
         await sleep(1000);
+        if (!watching()) return;
         const polled = await fetch("/api/pairings/" + pairing.id, { credentials: "same-origin" });
-        if (polled.status === 410) { status(T.expired, true); $("pairing").hidden = true; return; }
-        if (!polled.ok) { status(await refusal(polled), true); return; }
+        if (polled.status === 410) { dialog.close(); status(T.expired, true); return; }
+        if (!polled.ok) { dialog.close(); status(await refusal(polled), true); return; }
         const view = await polled.json();
         if (view.status !== "claimed") continue;
         setText("question", fill(T.allowQ, { n: view.name, a: view.agent }));
+        // The link is used: the question takes its place.
+        $("invite").hidden = true;
         $("approval").hidden = false;
         $("allow").focus();
         const decide = (verb, words) => async () => {
           const done = await post(`/api/pairings/${pairing.id}/${verb}`);
-          $("pairing").hidden = true;
+          dialog.close();
           if (!done.ok) { status(await refusal(done), true); return; }
           status(fill(words, { n: view.name }));
           setTimeout(listDevices, 2000);
@@ -164,7 +175,13 @@
         $("deny").onclick = decide("deny", T.refused);
         return;
       }
-    });
+    };
+    $("pair-button").addEventListener("click", openPairing);
+    // The page's "Pair a device" links here with #pair: the dialog opens at once.
+    if (location.hash === "#pair") {
+      history.replaceState(null, "", location.pathname);
+      openPairing();
+    }
   }
 
   if (document.body.dataset.view === "pair") pairView(); else devicesView();

@@ -221,6 +221,21 @@ pub enum Write {
         /// When (Unix ms).
         at_ms: u64,
     },
+    /// A device made a request (written at most once a
+    /// [`crate::devices::SEEN_WRITE_EVERY`] per device, not per request).
+    DeviceSeen {
+        /// The device's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// A device answered, cancelled or wrote a message.
+    DeviceAnswered {
+        /// The device's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
     /// Deletes resolved questions (not held ones) and messages older than
     /// `before_ms`.
     Prune {
@@ -286,6 +301,11 @@ pub struct DeviceRecord {
     pub credential_sha256: String,
     /// When it was paired (Unix ms).
     pub paired_at_ms: u64,
+    /// When it last made a request, as last written (Unix ms; its pairing
+    /// time until then).
+    pub last_seen_ms: u64,
+    /// When it last answered, cancelled or wrote a message (Unix ms).
+    pub last_answer_ms: Option<u64>,
 }
 
 /// One resolved question as the history shows it.

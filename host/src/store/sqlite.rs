@@ -28,7 +28,10 @@ pub const DATABASE_FILE: &str = "ask-user.db";
 pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 4;
+
+/// The versions this build opens and brings to [`SCHEMA_VERSION`].
+const MIGRATED_VERSIONS: [i64; 2] = [1, 2];
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -92,6 +95,25 @@ CREATE TABLE IF NOT EXISTS devices (
     revoked_ms INTEGER
 );
 ";
+
+/// Schema 4 (issue 21): when each device was last seen and last answered
+/// (kept across restarts), and who wrote each message (`messages.written_by`,
+/// JSON, as `questions.answered_by`). Added to older files on open.
+const DEVICES_ACTIVITY: [(&str, &str, &str); 3] = [
+    ("devices", "last_seen_ms", "INTEGER"),
+    ("devices", "last_answer_ms", "INTEGER"),
+    ("messages", "written_by", "TEXT"),
+];
+
+/// Adds schema 4's columns a file lacks.
+fn add_devices_activity(tx: &Connection) -> rusqlite::Result<()> {
+    for (table, column, kind) in DEVICES_ACTIVITY {
+        if !has_column(tx, table, column)? {
+            tx.execute_batch(&format!("ALTER TABLE {table} ADD COLUMN {column} {kind}"))?;
+        }
+    }
+    Ok(())
+}
 
 enum Job {
     Write(Write, oneshot::Sender<Result<bool, StoreError>>),
@@ -368,6 +390,7 @@ fn create_schema(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(SCHEMA)?;
     tx.execute_batch(DEVICES)?;
+    add_devices_activity(&tx)?;
     tx.execute(
         "INSERT INTO schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -399,7 +422,7 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         })
         .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
     match version {
-        Some(1 | SCHEMA_VERSION) => Ok(()),
+        Some(v) if v == SCHEMA_VERSION || MIGRATED_VERSIONS.contains(&v) => Ok(()),
         Some(v) if v > SCHEMA_VERSION => Err(refuse(
             path,
             format!("written by a newer ask-user (schema {v}, this one knows {SCHEMA_VERSION})"),
@@ -408,13 +431,15 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Brings a schema 1 file to schema 2 (the devices table).
+/// Brings a schema 1 or 2 file to [`SCHEMA_VERSION`], step by step: 2 (the
+/// devices table, `answered_by`), then 4 (devices' activity, `written_by`).
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(DEVICES)?;
     if !has_column(&tx, "questions", "answered_by")? {
         tx.execute_batch("ALTER TABLE questions ADD COLUMN answered_by TEXT")?;
     }
+    add_devices_activity(&tx)?;
     let version: i64 = tx.query_row("SELECT max(version) FROM schema_version", [], |row| {
         row.get(0)
     })?;
@@ -722,17 +747,28 @@ fn load_devices(conn: &Connection) -> rusqlite::Result<Vec<super::DeviceRecord>>
     if !exists {
         return Ok(Vec::new());
     }
-    let mut statement = conn.prepare(
-        "SELECT id, name, agent, credential_sha256, paired_ms FROM devices \
-         WHERE revoked_ms IS NULL ORDER BY paired_ms",
-    )?;
+    // A schema 2 file opened read-only has no activity columns.
+    let activity = if has_column(conn, "devices", "last_seen_ms")? {
+        "last_seen_ms, last_answer_ms"
+    } else {
+        "NULL, NULL"
+    };
+    let mut statement = conn.prepare(&format!(
+        "SELECT id, name, agent, credential_sha256, paired_ms, {activity} FROM devices \
+         WHERE revoked_ms IS NULL ORDER BY paired_ms"
+    ))?;
     let rows = statement.query_map([], |row| {
+        let paired_at_ms = row.get::<_, i64>(4)? as u64;
         Ok(super::DeviceRecord {
             id: row.get(0)?,
             name: row.get(1)?,
             agent: row.get(2)?,
             credential_sha256: row.get(3)?,
-            paired_at_ms: row.get::<_, i64>(4)? as u64,
+            paired_at_ms,
+            last_seen_ms: row
+                .get::<_, Option<i64>>(5)?
+                .map_or(paired_at_ms, |ms| ms as u64),
+            last_answer_ms: row.get::<_, Option<i64>>(6)?.map(|ms| ms as u64),
         })
     })?;
     rows.collect()
@@ -775,7 +811,13 @@ fn recent_sessions(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 /// [`MAX_RESTORED_TRANSCRIPT_BYTES`]. The budget is applied in the query, on
 /// the texts' sizes, so only the entries kept are read.
 fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, TranscriptEntry)>> {
-    let mut statement = conn.prepare(
+    // A file older than schema 4 opened read-only has no written_by.
+    let written_by = if has_column(conn, "messages", "written_by")? {
+        "m.written_by"
+    } else {
+        "NULL"
+    };
+    let mut statement = conn.prepare(&format!(
         "WITH recent AS (
             SELECT kind, seq, at,
                    sum(size) OVER (ORDER BY at DESC, kind DESC, seq DESC) AS running,
@@ -792,13 +834,13 @@ fn load_transcripts(conn: &Connection) -> rusqlite::Result<Vec<(String, Transcri
             )
         )
         SELECT ?1, recent.kind, ifnull(m.id, q.id), m.role, m.text, q.question, q.outcome,
-               q.answer, recent.at, running, q.answered_by
+               q.answer, recent.at, running, q.answered_by, {written_by}
         FROM recent
         LEFT JOIN messages AS m ON recent.kind = 0 AND m.seq = recent.seq
         LEFT JOIN questions AS q ON recent.kind = 1 AND q.seq = recent.seq
         WHERE n = 1 OR running <= ?3
-        ORDER BY recent.at, recent.kind, recent.seq",
-    )?;
+        ORDER BY recent.at, recent.kind, recent.seq"
+    ))?;
     let limit = i64::try_from(MAX_TRANSCRIPT_ENTRIES).unwrap_or(i64::MAX);
     let mut entries = Vec::new();
     let mut left = MAX_RESTORED_TRANSCRIPT_BYTES as i64;
@@ -855,6 +897,10 @@ fn transcript_entry(
             role,
             text: row.get(4)?,
             at_ms,
+            // Unreadable JSON only loses who wrote it, not the message.
+            by: row
+                .get::<_, Option<String>>(11)?
+                .and_then(|by| serde_json::from_str(&by).ok()),
         })
     } else {
         let question: String = row.get(5)?;
@@ -1318,27 +1364,43 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
             at_ms,
         } => conn
             .prepare_cached(
-                "INSERT INTO messages (id, session, role, text, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO messages (id, session, role, text, at_ms, written_by) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![
                 message.id,
                 session,
                 to_json(&message.role).trim_matches('"'),
                 message.text,
-                *at_ms as i64
+                *at_ms as i64,
+                message.by.as_ref().map(to_json)
             ])?,
         Write::DevicePaired(device) => conn
             .prepare_cached(
-                "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms, last_seen_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![
                 device.id,
                 device.name,
                 device.agent,
                 device.credential_sha256,
-                device.paired_at_ms as i64
+                device.paired_at_ms as i64,
+                device.last_seen_ms as i64
             ])?,
+        Write::DeviceSeen { id, at_ms } => conn
+            .prepare_cached(
+                "UPDATE devices SET last_seen_ms = ?2 \
+                 WHERE id = ?1 AND ifnull(last_seen_ms, 0) < ?2",
+            )?
+            .execute(params![id, *at_ms as i64])?,
+        Write::DeviceAnswered { id, at_ms } => conn
+            .prepare_cached(
+                "UPDATE devices SET last_answer_ms = ?2, \
+                 last_seen_ms = max(ifnull(last_seen_ms, 0), ?2) \
+                 WHERE id = ?1 AND ifnull(last_answer_ms, 0) < ?2",
+            )?
+            .execute(params![id, *at_ms as i64])?,
         Write::DeviceRevoked { id, at_ms } => conn
             .prepare_cached(
                 "UPDATE devices SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",

@@ -291,6 +291,7 @@ async fn pruning_deletes_old_resolved_questions_and_messages_but_never_held_or_p
             role: Role::User,
             text: "hi".into(),
             at_ms,
+            by: None,
         },
         at_ms,
     };
@@ -463,4 +464,127 @@ fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
         assert_eq!(row, crate::store::Asked::from(&asked));
         assert_eq!(row.json, serde_json::to_string(&asked).unwrap());
     }
+}
+
+/// A schema 2 file as issue 21's first steps wrote it: the devices table
+/// without activity, messages without `written_by`.
+fn schema_2_file(dir: &Path) {
+    let conn = Connection::open(dir.join("ask-user.db")).unwrap();
+    conn.execute_batch(SCHEMA).unwrap();
+    conn.execute_batch(DEVICES).unwrap();
+    conn.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID};
+         INSERT INTO schema_version (version) VALUES (2);
+         INSERT INTO devices (id, name, agent, credential_sha256, paired_ms)
+             VALUES ('d_old', 'Pixel 8', 'Chrome, Android', 'ab', 1000);
+         INSERT INTO messages (id, session, role, text, at_ms)
+             VALUES ('m_old', 's', 'user', 'before', 2000);"
+    ))
+    .unwrap();
+}
+
+fn schema_version_of(dir: &Path) -> i64 {
+    Connection::open(dir.join("ask-user.db"))
+        .unwrap()
+        .query_row("SELECT max(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_schema_2_file_becomes_schema_4_and_keeps_devices_last_seen_and_last_answer_and_who_wrote_a_message()
+ {
+    let dir = TempDir::new();
+    schema_2_file(&dir.0);
+    let store = SqliteStore::open(&dir.0).unwrap();
+    assert_eq!(schema_version_of(&dir.0), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 4);
+    let device = &store.restored().devices[0];
+    assert_eq!(
+        (device.last_seen_ms, device.last_answer_ms),
+        (1000, None),
+        "a device never seen since: its pairing time, no answer"
+    );
+    assert!(
+        kept(
+            &store,
+            Write::DeviceSeen {
+                id: "d_old".into(),
+                at_ms: 5000
+            }
+        )
+        .await
+    );
+    assert!(
+        !kept(
+            &store,
+            Write::DeviceSeen {
+                id: "d_old".into(),
+                at_ms: 4000
+            }
+        )
+        .await,
+        "last seen never goes back"
+    );
+    assert!(
+        kept(
+            &store,
+            Write::DeviceAnswered {
+                id: "d_old".into(),
+                at_ms: 6000
+            }
+        )
+        .await
+    );
+    let by = ask_user_core::wire::AnsweredBy::device("d_old", "Pixel 8");
+    assert!(
+        kept(
+            &store,
+            Write::Message {
+                session: "s".into(),
+                message: MessageCreated {
+                    id: "m_new".into(),
+                    role: Role::User,
+                    text: "after".into(),
+                    at_ms: 7000,
+                    by: Some(by.clone()),
+                },
+                at_ms: 7000,
+            }
+        )
+        .await
+    );
+    drop(store);
+
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let restored = store.restored();
+    let device = &restored.devices[0];
+    assert_eq!(
+        (device.last_seen_ms, device.last_answer_ms),
+        (6000, Some(6000)),
+        "an answer is a sighting too"
+    );
+    let bys: Vec<_> = restored
+        .transcripts
+        .iter()
+        .filter_map(|(_, entry)| match entry {
+            TranscriptEntry::Message(m) => Some((m.id.as_str(), m.by.clone())),
+            TranscriptEntry::Record(_) => None,
+        })
+        .collect();
+    assert_eq!(bys, vec![("m_old", None), ("m_new", Some(by))]);
+}
+
+#[test]
+fn a_schema_2_file_read_only_is_read_as_it_is() {
+    let dir = TempDir::new();
+    schema_2_file(&dir.0);
+    #[cfg(unix)]
+    set_mode(&dir.0.join("ask-user.db"), 0o400);
+    let store = SqliteStore::open(&dir.0).unwrap();
+    assert_eq!(store.restored().devices[0].last_seen_ms, 1000);
+    assert_eq!(store.restored().transcripts.len(), 1);
+    drop(store);
+    assert_eq!(schema_version_of(&dir.0), 2, "not migrated");
 }
