@@ -464,3 +464,66 @@ fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
         assert_eq!(row.json, serde_json::to_string(&asked).unwrap());
     }
 }
+
+/// How many times the WAL was started over: the checkpoint sequence number in
+/// its header (bytes 12..16, big-endian), which SQLite counts up at each.
+fn wal_restarts(wal: &Path) -> Option<u32> {
+    let mut header = [0u8; 16];
+    let mut file = std::fs::File::open(wal).ok()?;
+    file.read_exact(&mut header).ok()?;
+    Some(u32::from_be_bytes(header[12..16].try_into().ok()?))
+}
+
+#[tokio::test]
+async fn the_journal_starts_over_while_writes_keep_coming_instead_of_growing_to_its_share() {
+    let dir = TempDir::new();
+    let wal = dir.0.join(format!("{DATABASE_FILE}-wal"));
+    // The default bound: the journal's share is 128 MiB.
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let detail = "x".repeat(16 * 1024);
+    let (mut written, mut largest, mut n) = (0u64, 0u64, 0u64);
+    let (mut first, mut last) = (None, 0);
+    let started = std::time::Instant::now();
+    // Writes keep coming, 512 KiB every 12.5 ms at most (40 MiB/s, so the
+    // checkpointer's passes come between them at any speed), for 96 MiB of
+    // questions: less than the journal's share, which the WAL reached before.
+    while written < 96 * 1024 * 1024 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "only {written} bytes were written in 120 s"
+        );
+        let batch_started = tokio::time::Instant::now();
+        let tickets: Vec<Ticket> = (0..32)
+            .map(|_| {
+                n += 1;
+                let asked = crate::store::Asked {
+                    id: format!("q_{n:032x}"),
+                    // Sessions enough that none passes --max-session-write-bytes.
+                    session: format!("s{}", n % 16),
+                    created_at_ms: n,
+                    json: format!(r#"{{"id":"q_{n:032x}","detail":"{detail}"}}"#),
+                };
+                written += asked.json.len() as u64;
+                store.submit(Write::Asked(asked))
+            })
+            .collect();
+        for ticket in tickets {
+            assert!(ticket.kept().await.unwrap());
+        }
+        largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        if let Some(restarts) = wal_restarts(&wal) {
+            first.get_or_insert(restarts);
+            last = restarts;
+        }
+        tokio::time::sleep_until(batch_started + std::time::Duration::from_micros(12_500)).await;
+    }
+    let restarts = last - first.expect("a WAL was written");
+    assert!(
+        restarts >= 2,
+        "the WAL started over {restarts} times while {written} bytes were written (it grew to {largest} bytes)"
+    );
+    assert!(
+        largest < 64 * 1024 * 1024,
+        "the WAL grew to {largest} bytes while {written} bytes were written"
+    );
+}
