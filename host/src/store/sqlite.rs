@@ -29,7 +29,7 @@ pub const DATABASE_FILE: &str = "ask-user.db";
 pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -68,7 +68,7 @@ CREATE TABLE questions (
 );
 CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
 CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
-CREATE INDEX questions_session ON questions (session, resolved_ms);
+CREATE INDEX questions_session ON questions (session, resolved_ms) WHERE outcome IS NOT NULL;
 CREATE TABLE messages (
     seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL,
@@ -92,6 +92,16 @@ CREATE TABLE IF NOT EXISTS devices (
     paired_ms INTEGER NOT NULL,
     revoked_ms INTEGER
 );
+";
+
+/// Schema 3 (issue 27): the per-session index holds resolved questions only
+/// (all that reads it: transcripts and a session's history). A pending
+/// question then adds no entry to it, and its resolution one entry instead of
+/// moving one: a round trip writes one index page fewer per session to the
+/// WAL. Applied to a schema 1 or 2 file on open (the index is rebuilt once).
+const SESSION_INDEX_RESOLVED_ONLY: &str = "
+DROP INDEX IF EXISTS questions_session;
+CREATE INDEX questions_session ON questions (session, resolved_ms) WHERE outcome IS NOT NULL;
 ";
 
 enum Job {
@@ -416,7 +426,7 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         })
         .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
     match version {
-        Some(1 | SCHEMA_VERSION) => Ok(()),
+        Some(1..=SCHEMA_VERSION) => Ok(()),
         Some(v) if v > SCHEMA_VERSION => Err(refuse(
             path,
             format!("written by a newer ask-user (schema {v}, this one knows {SCHEMA_VERSION})"),
@@ -425,7 +435,9 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Brings a schema 1 file to schema 2 (the devices table).
+/// Brings a schema 1 file to schema 2 (the devices table, who answered) and
+/// a schema 2 file to schema 3 (the per-session index of resolved questions
+/// only), in one transaction: the records stay as they are.
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(DEVICES)?;
@@ -435,6 +447,9 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let version: i64 = tx.query_row("SELECT max(version) FROM schema_version", [], |row| {
         row.get(0)
     })?;
+    if version < 3 {
+        tx.execute_batch(SESSION_INDEX_RESOLVED_ONLY)?;
+    }
     if version < SCHEMA_VERSION {
         tx.execute(
             "INSERT INTO schema_version (version) VALUES (?1)",

@@ -465,6 +465,157 @@ fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
     }
 }
 
+/// The schema a version 2 host wrote (issue 21), as it was: the fixture of the
+/// migration test.
+const SCHEMA_2: &str = "
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE questions (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session TEXT NOT NULL,
+    question TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    outcome TEXT,
+    answer TEXT,
+    resolved_ms INTEGER,
+    delivery INTEGER NOT NULL DEFAULT 0,
+    answered_by TEXT
+);
+CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
+CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
+CREATE INDEX questions_session ON questions (session, resolved_ms);
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    session TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX messages_session ON messages (session, at_ms);
+CREATE TABLE devices (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    credential_sha256 TEXT NOT NULL UNIQUE,
+    paired_ms INTEGER NOT NULL,
+    revoked_ms INTEGER
+);
+INSERT INTO schema_version (version) VALUES (2);
+";
+
+#[tokio::test]
+async fn a_schema_2_file_opens_as_schema_3_and_keeps_every_record() {
+    let dir = TempDir::new();
+    let path = dir.0.join(DATABASE_FILE);
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA_2).unwrap();
+        conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
+            .unwrap();
+        let json = |id: &str| serde_json::to_string(&question(id, "s", 1)).unwrap();
+        let answer_json = serde_json::to_string(&answer()).unwrap();
+        let by = r#"{"kind":"page"}"#;
+        conn.execute(
+            "INSERT INTO questions (id, session, question, created_ms) VALUES ('q_pending', 's', ?1, 1)",
+            [json("q_pending")],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO questions (id, session, question, created_ms, outcome, answer, resolved_ms, answered_by) \
+             VALUES ('q_held', 's', ?1, 1, 'answered', ?2, 5, ?3)",
+            params![json("q_held"), answer_json, by],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO questions (id, session, question, created_ms, outcome, answer, resolved_ms, delivery, answered_by) \
+             VALUES ('q_done', 's', ?1, 1, 'answered', ?2, 3, 1, ?3)",
+            params![json("q_done"), answer_json, by],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO messages (id, session, role, text, at_ms) VALUES ('m_1', 's', 'user', 'hello', 2)",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms) \
+             VALUES ('d_0123456789abcdef', 'Pixel 8', 'Chrome on Android', 'ab12', 7)",
+            [],
+        )
+        .unwrap();
+    }
+
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let restored = store.restored();
+    assert_eq!(restored.pending, vec![question("q_pending", "s", 1)]);
+    assert_eq!(
+        restored.held,
+        vec![(question("q_held", "s", 1), Some(answer()))]
+    );
+    let transcript: Vec<String> = restored
+        .transcripts
+        .iter()
+        .map(|(session, entry)| match entry {
+            TranscriptEntry::Message(m) => format!("{session} message {}", m.id),
+            TranscriptEntry::Record(r) => format!("{session} record {}", r.id),
+        })
+        .collect();
+    assert_eq!(
+        transcript,
+        ["s message m_1", "s record q_done", "s record q_held"]
+    );
+    assert_eq!(restored.devices.len(), 1);
+    assert_eq!(restored.devices[0].name, "Pixel 8");
+    let history = store.history(&HistoryQuery::default()).unwrap();
+    let ids: Vec<&str> = history
+        .records
+        .iter()
+        .map(|r| r.question.id.as_str())
+        .collect();
+    assert_eq!(ids, ["q_held", "q_done"]);
+    assert!(history.records.iter().all(|r| r.by.is_some()));
+    // It is written as schema 3 from now on.
+    let answered = Write::Answered {
+        by: None,
+        id: "q_pending".into(),
+        answer: answer(),
+        at_ms: 9,
+    };
+    assert!(kept(&store, answered).await);
+    drop(store);
+
+    let conn = Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 3);
+    let index: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'questions_session'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(index.ends_with("WHERE outcome IS NOT NULL"), "{index}");
+    let counts: (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM questions), (SELECT count(*) FROM messages), \
+             (SELECT count(*) FROM devices)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(counts, (3, 1, 1));
+    drop(conn);
+    let again = SqliteStore::open(&dir.0).unwrap();
+    assert!(again.restored().pending.is_empty());
+    assert_eq!(again.restored().held.len(), 2);
+}
+
 /// How many times the WAL was started over: the checkpoint sequence number in
 /// its header (bytes 12..16, big-endian), which SQLite counts up at each.
 fn wal_restarts(wal: &Path) -> Option<u32> {
