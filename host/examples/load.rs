@@ -252,6 +252,8 @@ struct Measured {
     samples: Vec<Duration>,
     elapsed: Duration,
     cpu: Cpu,
+    /// The SQLite store's journal (WAL) at its largest, in bytes (polled).
+    wal_peak: u64,
 }
 
 impl Measured {
@@ -271,6 +273,7 @@ impl Measured {
         self.elapsed += other.elapsed;
         self.cpu.process += other.cpu.process;
         self.cpu.store += other.cpu.store;
+        self.wal_peak = self.wal_peak.max(other.wal_peak);
     }
 
     fn summary(&mut self) -> String {
@@ -292,12 +295,17 @@ impl Measured {
     }
 
     /// CPU time per sample (the whole process: host and clients), and the
-    /// store threads' share, in µs.
+    /// store threads' share, in µs; the WAL's peak when there was one.
     fn cpu_summary(&self) -> String {
         let n = self.samples.len().max(1) as f64;
         let per = |d: Duration| d.as_secs_f64() * 1e6 / n;
+        let wal = if self.wal_peak > 0 {
+            format!("; WAL at most {:.1} MiB", self.wal_peak as f64 / 1048576.0)
+        } else {
+            String::new()
+        };
         format!(
-            "CPU {:.0} µs per round trip, host and agents (the store's threads {:.0} µs)",
+            "CPU {:.0} µs per round trip, host and agents (the store's threads {:.0} µs){wal}",
             per(self.cpu.process),
             per(self.cpu.store)
         )
@@ -329,6 +337,7 @@ where
             samples,
             elapsed: started.elapsed(),
             cpu: Cpu::now().since(cpu),
+            wal_peak: 0,
         });
     }
     phase.expect("the measured phase ran")
@@ -404,11 +413,27 @@ async fn round_trips(seconds: Duration, record: Record) -> Measured {
     let server = tokio::spawn(serve(listener, state.clone()));
     let base = format!("http://127.0.0.1:{port}");
     let client = http_client();
-    let measured = measure(seconds, |i, stop| {
+    // The journal's size, polled: it should be written over in place, not grow.
+    let wal = dir.join(format!("{}-wal", ask_user_host::store::DATABASE_FILE));
+    let polling = Arc::new(AtomicBool::new(record == Record::Sqlite));
+    let wal_peak = tokio::spawn({
+        let polling = polling.clone();
+        async move {
+            let mut peak = 0;
+            while polling.load(Ordering::Relaxed) {
+                peak = peak.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            peak
+        }
+    });
+    let mut measured = measure(seconds, |i, stop| {
         let session = format!("agent-{i}");
         agent(client.clone(), base.clone(), token.clone(), session, stop)
     })
     .await;
+    polling.store(false, Ordering::Relaxed);
+    measured.wal_peak = wal_peak.await.expect("the WAL poll");
     state.shutdown_handle().shutdown();
     server.await.expect("server task").expect("serve");
     drop(state);

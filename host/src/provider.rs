@@ -16,7 +16,7 @@
 use crate::error::ApiError;
 use crate::pending::{
     Attachment, Found, LetGo, PendingLimit, PendingStore, RegisterError, Registered, Resolution,
-    random_id,
+    question_id,
 };
 use crate::store::{Asked, EphemeralStore, Store, Write, now_ms, unavailable};
 use ask_user_core::wire::{Outcome, QuestionRequested};
@@ -196,7 +196,7 @@ impl UserInteractionProvider for WebProvider {
         Box::pin(async move {
             let session = context.session.as_str();
             let question = QuestionRequested {
-                id: random_id("q_"),
+                id: question_id(),
                 session: session.to_owned(),
                 request,
                 created_at_ms: now_ms(),

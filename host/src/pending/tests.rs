@@ -760,3 +760,24 @@ fn a_pending_question_carries_its_requests_json_and_streams_exactly_what_serde_j
     assert_eq!(live.data(), SessionEvent::data(&live));
     assert!(store.pending_events("t").is_empty());
 }
+
+#[test]
+fn question_ids_made_later_sort_later_and_keep_80_random_bits() {
+    let first = question_id();
+    std::thread::sleep(Duration::from_millis(2));
+    let second = question_id();
+    let same_ms: Vec<String> = (0..64).map(|_| question_id()).collect();
+    for id in [&first, &second] {
+        assert_eq!(id.len(), 34, "{id}");
+        assert!(ask_user_core::SessionId::is_valid(id), "{id}");
+        let millis = u64::from_str_radix(&id[2..14], 16).expect("12 hex digits of time");
+        assert!(
+            millis.abs_diff(now_ms()) < 60_000,
+            "{id} is not stamped with now"
+        );
+    }
+    assert!(first < second, "{first} is not before {second}");
+    // The random part differs even within one millisecond.
+    let distinct: std::collections::HashSet<&str> = same_ms.iter().map(|id| &id[14..]).collect();
+    assert_eq!(distinct.len(), same_ms.len());
+}

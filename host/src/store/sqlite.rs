@@ -16,6 +16,7 @@ use rusqlite::{Connection, OpenFlags, params};
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
 use tokio::sync::oneshot;
@@ -29,9 +30,6 @@ pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
 pub const SCHEMA_VERSION: i64 = 4;
-
-/// The versions this build opens and brings to [`SCHEMA_VERSION`].
-const MIGRATED_VERSIONS: [i64; 2] = [1, 2];
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -70,7 +68,7 @@ CREATE TABLE questions (
 );
 CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
 CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
-CREATE INDEX questions_session ON questions (session, resolved_ms);
+CREATE INDEX questions_session ON questions (session, resolved_ms) WHERE outcome IS NOT NULL;
 CREATE TABLE messages (
     seq INTEGER PRIMARY KEY,
     id TEXT NOT NULL,
@@ -114,6 +112,16 @@ fn add_devices_activity(tx: &Connection) -> rusqlite::Result<()> {
     }
     Ok(())
 }
+
+/// Schema 3 (issue 27): the per-session index holds resolved questions only
+/// (all that reads it: transcripts and a session's history). A pending
+/// question then adds no entry to it, and its resolution one entry instead of
+/// moving one: a round trip writes one index page fewer per session to the
+/// WAL. Applied to a schema 1 or 2 file on open (the index is rebuilt once).
+const SESSION_INDEX_RESOLVED_ONLY: &str = "
+DROP INDEX IF EXISTS questions_session;
+CREATE INDEX questions_session ON questions (session, resolved_ms) WHERE outcome IS NOT NULL;
+";
 
 enum Job {
     Write(Write, oneshot::Sender<Result<bool, StoreError>>),
@@ -247,8 +255,9 @@ impl SqliteStore {
                 })
                 .map_err(|e| format!("{}: {e}", path.display()))?;
         }
+        let copied = Arc::new(AtomicBool::new(false));
         let checkpoints = if writable {
-            Some(spawn_checkpointer(&path)?)
+            Some(spawn_checkpointer(&path, copied.clone())?)
         } else {
             None
         };
@@ -283,6 +292,7 @@ impl SqliteStore {
             path: path.clone(),
             health: health.clone(),
             budget,
+            copied,
             rates: HashMap::new(),
             full_logged: None,
         };
@@ -307,6 +317,13 @@ impl SqliteStore {
     }
 }
 
+/// The WAL's size past which the writer makes it start over (see
+/// [`Writer::keep_journal_small`]). Each time costs the writer a checkpoint
+/// of what the checkpointer's last pass left and its two fsyncs (WAL, then
+/// database); at this size that is about twice a second at full rate, while
+/// the WAL stays well under its 128 MiB share of the default bound.
+const RESTART_WAL_BYTES: u64 = 16 * 1024 * 1024;
+
 /// How often the WAL is copied back into the database file. Often enough
 /// that at full rate (hundreds of MB of journal a second) it stays well under
 /// its share of `--max-store-bytes`, so the writer never has to truncate it
@@ -316,9 +333,11 @@ const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_milli
 
 /// A thread that checkpoints the WAL every [`CHECKPOINT_INTERVAL`] on its own
 /// connection (`PASSIVE`: it never blocks the writer), until the returned
-/// sender is dropped.
+/// sender is dropped; after each pass that found frames it sets `copied`
+/// (see [`Writer::keep_journal_small`]).
 fn spawn_checkpointer(
     path: &Path,
+    copied: Arc<AtomicBool>,
 ) -> Result<(mpsc::Sender<()>, std::thread::JoinHandle<()>), String> {
     let conn = Connection::open_with_flags(
         path,
@@ -338,7 +357,12 @@ fn spawn_checkpointer(
                 // A file made read-only is not written, not even here; a
                 // failure only lets the WAL grow until the next try.
                 if owner_may_write(&path).unwrap_or(false) {
-                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    let pass = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
+                        row.get::<_, i64>(1)
+                    });
+                    if pass.is_ok_and(|frames| frames > 0) {
+                        copied.store(true, Ordering::Release);
+                    }
                 }
             }
         })
@@ -422,7 +446,7 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
         })
         .map_err(|e| refuse(path, format!("corrupt ({e})")))?;
     match version {
-        Some(v) if v == SCHEMA_VERSION || MIGRATED_VERSIONS.contains(&v) => Ok(()),
+        Some(1..=SCHEMA_VERSION) => Ok(()),
         Some(v) if v > SCHEMA_VERSION => Err(refuse(
             path,
             format!("written by a newer ask-user (schema {v}, this one knows {SCHEMA_VERSION})"),
@@ -431,8 +455,10 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Brings a schema 1 or 2 file to [`SCHEMA_VERSION`], step by step: 2 (the
-/// devices table, `answered_by`), then 4 (devices' activity, `written_by`).
+/// Brings a schema 1, 2 or 3 file to [`SCHEMA_VERSION`] in one transaction,
+/// the records as they are: 2 (the devices table, `answered_by`), 3 (the
+/// per-session index of resolved questions only), 4 (devices' activity,
+/// `written_by`).
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(DEVICES)?;
@@ -443,6 +469,9 @@ fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let version: i64 = tx.query_row("SELECT max(version) FROM schema_version", [], |row| {
         row.get(0)
     })?;
+    if version < 3 {
+        tx.execute_batch(SESSION_INDEX_RESOLVED_ONLY)?;
+    }
     if version < SCHEMA_VERSION {
         tx.execute(
             "INSERT INTO schema_version (version) VALUES (?1)",
@@ -1022,6 +1051,9 @@ struct Writer {
     wal: PathBuf,
     health: Arc<Health>,
     budget: Budget,
+    /// Set by the checkpointer after a pass: the WAL is in the database file
+    /// up to a recent frame.
+    copied: Arc<AtomicBool>,
     rates: HashMap<String, Allowance>,
     full_logged: Option<Instant>,
 }
@@ -1222,15 +1254,32 @@ impl Writer {
         }
     }
 
-    /// Truncates the journal once it outgrows its share of the bound (the
-    /// checkpointer keeps it small unless writes outpace it).
+    /// Keeps the journal (WAL) written over in place, and truncates it once
+    /// it outgrows its share of the bound.
+    ///
+    /// SQLite starts the WAL over only when a transaction begins with every
+    /// frame of it in the database file. The checkpointer's passes never get
+    /// there while writes keep coming (each trails the frames written while
+    /// it copied), so the WAL grew to its share of the bound, 128 MiB by
+    /// default, where the writer truncated it, every write waiting behind a
+    /// checkpoint of all of it: the 80–100 ms p99 stalls of issue 27. So once
+    /// the WAL passes [`RESTART_WAL_BYTES`], after the checkpointer's next
+    /// pass the writer copies what that pass left (little) itself, between
+    /// batches, where no frame can be added meanwhile; its next transaction
+    /// then writes the WAL over from the start.
     fn keep_journal_small(&mut self) {
-        let big = std::fs::metadata(&self.wal).is_ok_and(|m| m.len() > self.budget.journal);
-        if big && owner_may_write(&self.path).unwrap_or(false) {
+        let size = std::fs::metadata(&self.wal).map_or(0, |m| m.len());
+        let check = if size > self.budget.journal {
             // Busy (a reader holds an old snapshot): tried again after the next batch.
-            let _ = self
-                .conn
-                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            "PRAGMA wal_checkpoint(TRUNCATE)"
+        } else if size > RESTART_WAL_BYTES && self.copied.swap(false, Ordering::Acquire) {
+            // Busy (the checkpointer is copying): tried after its next pass.
+            "PRAGMA wal_checkpoint(PASSIVE)"
+        } else {
+            return;
+        };
+        if owner_may_write(&self.path).unwrap_or(false) {
+            let _ = self.conn.query_row(check, [], |_| Ok(()));
         }
     }
 }

@@ -588,3 +588,218 @@ fn a_schema_2_file_read_only_is_read_as_it_is() {
     drop(store);
     assert_eq!(schema_version_of(&dir.0), 2, "not migrated");
 }
+
+/// The schema a version 2 host wrote (issue 21), as it was: the fixture of the
+/// migration test.
+const SCHEMA_2: &str = "
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE questions (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session TEXT NOT NULL,
+    question TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    outcome TEXT,
+    answer TEXT,
+    resolved_ms INTEGER,
+    delivery INTEGER NOT NULL DEFAULT 0,
+    answered_by TEXT
+);
+CREATE INDEX questions_open ON questions (seq) WHERE delivery = 0;
+CREATE INDEX questions_resolved ON questions (resolved_ms) WHERE outcome IS NOT NULL;
+CREATE INDEX questions_session ON questions (session, resolved_ms);
+CREATE TABLE messages (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    session TEXT NOT NULL,
+    role TEXT NOT NULL,
+    text TEXT NOT NULL,
+    at_ms INTEGER NOT NULL
+);
+CREATE INDEX messages_session ON messages (session, at_ms);
+CREATE TABLE devices (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    agent TEXT NOT NULL,
+    credential_sha256 TEXT NOT NULL UNIQUE,
+    paired_ms INTEGER NOT NULL,
+    revoked_ms INTEGER
+);
+INSERT INTO schema_version (version) VALUES (2);
+";
+
+#[tokio::test]
+async fn a_schema_2_file_opens_as_the_current_schema_with_the_resolved_only_session_index_and_keeps_every_record()
+ {
+    let dir = TempDir::new();
+    let path = dir.0.join(DATABASE_FILE);
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA_2).unwrap();
+        conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
+            .unwrap();
+        let json = |id: &str| serde_json::to_string(&question(id, "s", 1)).unwrap();
+        let answer_json = serde_json::to_string(&answer()).unwrap();
+        let by = r#"{"kind":"page"}"#;
+        conn.execute(
+            "INSERT INTO questions (id, session, question, created_ms) VALUES ('q_pending', 's', ?1, 1)",
+            [json("q_pending")],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO questions (id, session, question, created_ms, outcome, answer, resolved_ms, answered_by) \
+             VALUES ('q_held', 's', ?1, 1, 'answered', ?2, 5, ?3)",
+            params![json("q_held"), answer_json, by],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO questions (id, session, question, created_ms, outcome, answer, resolved_ms, delivery, answered_by) \
+             VALUES ('q_done', 's', ?1, 1, 'answered', ?2, 3, 1, ?3)",
+            params![json("q_done"), answer_json, by],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO messages (id, session, role, text, at_ms) VALUES ('m_1', 's', 'user', 'hello', 2)",
+            [],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms) \
+             VALUES ('d_0123456789abcdef', 'Pixel 8', 'Chrome on Android', 'ab12', 7)",
+            [],
+        )
+        .unwrap();
+    }
+
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let restored = store.restored();
+    assert_eq!(restored.pending, vec![question("q_pending", "s", 1)]);
+    assert_eq!(
+        restored.held,
+        vec![(question("q_held", "s", 1), Some(answer()))]
+    );
+    let transcript: Vec<String> = restored
+        .transcripts
+        .iter()
+        .map(|(session, entry)| match entry {
+            TranscriptEntry::Message(m) => format!("{session} message {}", m.id),
+            TranscriptEntry::Record(r) => format!("{session} record {}", r.id),
+        })
+        .collect();
+    assert_eq!(
+        transcript,
+        ["s message m_1", "s record q_done", "s record q_held"]
+    );
+    assert_eq!(restored.devices.len(), 1);
+    assert_eq!(restored.devices[0].name, "Pixel 8");
+    let history = store.history(&HistoryQuery::default()).unwrap();
+    let ids: Vec<&str> = history
+        .records
+        .iter()
+        .map(|r| r.question.id.as_str())
+        .collect();
+    assert_eq!(ids, ["q_held", "q_done"]);
+    assert!(history.records.iter().all(|r| r.by.is_some()));
+    // It is written as the current schema from now on.
+    let answered = Write::Answered {
+        by: None,
+        id: "q_pending".into(),
+        answer: answer(),
+        at_ms: 9,
+    };
+    assert!(kept(&store, answered).await);
+    drop(store);
+
+    let conn = Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 4);
+    let index: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'questions_session'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert!(index.ends_with("WHERE outcome IS NOT NULL"), "{index}");
+    let counts: (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM questions), (SELECT count(*) FROM messages), \
+             (SELECT count(*) FROM devices)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(counts, (3, 1, 1));
+    drop(conn);
+    let again = SqliteStore::open(&dir.0).unwrap();
+    assert!(again.restored().pending.is_empty());
+    assert_eq!(again.restored().held.len(), 2);
+}
+
+/// How many times the WAL was started over: the checkpoint sequence number in
+/// its header (bytes 12..16, big-endian), which SQLite counts up at each.
+fn wal_restarts(wal: &Path) -> Option<u32> {
+    let mut header = [0u8; 16];
+    let mut file = std::fs::File::open(wal).ok()?;
+    file.read_exact(&mut header).ok()?;
+    Some(u32::from_be_bytes(header[12..16].try_into().ok()?))
+}
+
+#[tokio::test]
+async fn the_journal_starts_over_while_writes_keep_coming_instead_of_growing_to_its_share() {
+    let dir = TempDir::new();
+    let wal = dir.0.join(format!("{DATABASE_FILE}-wal"));
+    // The default bound: the journal's share is 128 MiB.
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let detail = "x".repeat(16 * 1024);
+    let (mut written, mut largest, mut n) = (0u64, 0u64, 0u64);
+    let (mut first, mut last) = (None, 0);
+    let started = std::time::Instant::now();
+    // Writes keep coming, 512 KiB every 12.5 ms at most (40 MiB/s, so the
+    // checkpointer's passes come between them at any speed), for 96 MiB of
+    // questions: less than the journal's share, which the WAL reached before.
+    while written < 96 * 1024 * 1024 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "only {written} bytes were written in 120 s"
+        );
+        let batch_started = tokio::time::Instant::now();
+        let tickets: Vec<Ticket> = (0..32)
+            .map(|_| {
+                n += 1;
+                let asked = crate::store::Asked {
+                    id: format!("q_{n:032x}"),
+                    // Sessions enough that none passes --max-session-write-bytes.
+                    session: format!("s{}", n % 16),
+                    created_at_ms: n,
+                    json: format!(r#"{{"id":"q_{n:032x}","detail":"{detail}"}}"#),
+                };
+                written += asked.json.len() as u64;
+                store.submit(Write::Asked(asked))
+            })
+            .collect();
+        for ticket in tickets {
+            assert!(ticket.kept().await.unwrap());
+        }
+        largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        if let Some(restarts) = wal_restarts(&wal) {
+            first.get_or_insert(restarts);
+            last = restarts;
+        }
+        tokio::time::sleep_until(batch_started + std::time::Duration::from_micros(12_500)).await;
+    }
+    let restarts = last - first.expect("a WAL was written");
+    assert!(
+        restarts >= 2,
+        "the WAL started over {restarts} times while {written} bytes were written (it grew to {largest} bytes)"
+    );
+    assert!(
+        largest < 64 * 1024 * 1024,
+        "the WAL grew to {largest} bytes while {written} bytes were written"
+    );
+}
