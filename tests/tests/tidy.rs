@@ -699,7 +699,10 @@ fn rust_files_under(dir: &Path, found: &mut Vec<PathBuf>) {
 fn the_client_programs_reach_no_server_internals() {
     let mut files = Vec::new();
     rust_files_under(&root().join("host/src/client"), &mut files);
-    assert!(files.len() >= 5, "host/src/client/ holds the client programs: {files:?}");
+    assert!(
+        files.len() >= 5,
+        "host/src/client/ holds the client programs: {files:?}"
+    );
     let mut offences = Vec::new();
     for file in &files {
         let source = std::fs::read_to_string(file).expect("a source file");
