@@ -242,7 +242,7 @@ impl AskUserServer {
                     }
                 };
                 let ended = tokio::time::timeout(HANG_UP_LINGER, explicit_end).await;
-                if ended.is_ok() && self.state.store().abort_detached(session.as_str(), &id) {
+                if ended.is_ok() && self.state.pending().abort_detached(session.as_str(), &id) {
                     tracing::debug!(%session, id, "explicit end after the hang-up; question aborted");
                 }
             }
