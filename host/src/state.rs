@@ -71,6 +71,10 @@ pub struct HostConfig {
     /// before it returns `waiting` (`--mcp-wait-budget`); `None` waits as long
     /// as the person needs. Unused when `detach_grace` is zero.
     pub mcp_wait_budget: Option<Duration>,
+    /// How often an MCP call with a progress token hears that the person is
+    /// still answering ([`crate::mcp::tool::PROGRESS_INTERVAL`]; the hidden
+    /// `--progress-interval` shortens it for tests only).
+    pub progress_interval: Duration,
     /// Resolved questions and messages older than this many days are pruned
     /// from the record at start and hourly (`--keep-days`); 0 keeps them.
     pub keep_days: u32,
@@ -98,6 +102,7 @@ impl HostConfig {
             demo: false,
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
+            progress_interval: crate::mcp::tool::PROGRESS_INTERVAL,
             keep_days: crate::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,

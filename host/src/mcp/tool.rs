@@ -196,7 +196,8 @@ impl AskUserServer {
             ..AskOptions::default()
         };
         let started = Instant::now();
-        let mut ticks = tokio::time::interval(PROGRESS_INTERVAL);
+        let interval = self.state.config().progress_interval;
+        let mut ticks = tokio::time::interval(interval);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut sent: u32 = 0;
         let mut out_of_budget = pin!(sleep_for(budget));
@@ -221,7 +222,7 @@ impl AskUserServer {
                 _ = ticks.tick(), if progress.is_some() => {
                     let token = progress.clone().expect("guarded by the branch");
                     sent += 1;
-                    self.notify_progress(context, token, sent, progress_message(questions, started.elapsed())).await;
+                    self.notify_progress(context, token, sent, progress_message(questions, started.elapsed()), interval).await;
                 }
             }
         };
@@ -256,15 +257,12 @@ impl AskUserServer {
         token: ProgressToken,
         progress: u32,
         message: String,
+        interval: Duration,
     ) {
         let notification =
             ProgressNotificationParam::new(token, f64::from(progress)).with_message(message);
         // Never let a stalled stream hold up the wait for the answer.
-        let sent = tokio::time::timeout(
-            PROGRESS_INTERVAL,
-            context.peer.notify_progress(notification),
-        )
-        .await;
+        let sent = tokio::time::timeout(interval, context.peer.notify_progress(notification)).await;
         if !matches!(sent, Ok(Ok(()))) {
             tracing::debug!("a progress notification could not be sent");
         }
