@@ -108,7 +108,7 @@ pub fn waiting_result(id: &str) -> CallToolResult {
 pub fn error_line(error: &ApiError) -> String {
     match error.as_interaction() {
         Some(error) => render_error(error),
-        None => format!("Error: {} ({})", error.message(), error.code()),
+        None => ask_user_core::tool::error_line(&error.message(), &error.code()),
     }
 }
 
@@ -283,9 +283,12 @@ impl AskUserServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if lifecycle.tasks.running_task_count() >= MAX_LIVE_TASKS {
-            let line = format!(
-                "Error: too many MCP tasks: at most {MAX_LIVE_TASKS} may wait for a person at once; \
-                 answer, cancel or wait for some first (TOO_MANY_TASKS)"
+            let line = ask_user_core::tool::error_line(
+                &format!(
+                    "too many MCP tasks: at most {MAX_LIVE_TASKS} may wait for a person at \
+                     once; answer, cancel or wait for some first"
+                ),
+                &"TOO_MANY_TASKS",
             );
             return CallToolResult::error(vec![ContentBlock::text(line)]).into();
         }
