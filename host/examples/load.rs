@@ -456,7 +456,7 @@ async fn pending_memory() {
             tokio::spawn(async move { state.ask(&session, request, AskOptions::default()).await })
         })
         .collect();
-    while state.store().pending_count() < PENDING {
+    while state.pending().pending_count() < PENDING {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let after = vm_rss_kib();

@@ -173,7 +173,7 @@ async fn ask(
 /// serialises no request and holds no copy of the table: it hands the shared
 /// bytes to the socket a chunk at a time as the reader takes them.
 async fn list(State(state): State<AppState>, Session(session): Session) -> Response {
-    let events = state.store().pending_events(session.as_str());
+    let events = state.pending().pending_events(session.as_str());
     (
         [(CONTENT_TYPE, "application/json")],
         Body::from_stream(pending_json_chunks(events)),

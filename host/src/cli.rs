@@ -29,6 +29,8 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: the size of the largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Command {
     /// Run the host: the page, the event stream and the agent's ask endpoint.
     Serve(ServeArgs),
@@ -128,6 +130,10 @@ pub struct ServeArgs {
     /// (as does --detach-grace 0, which would lose the question).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_MCP_WAIT_BUDGET.as_secs())]
     pub mcp_wait_budget: u64,
+    /// Milliseconds between an MCP call's progress notifications (5000): for
+    /// tests only, so a long wait can be tested in a second or two.
+    #[arg(long, value_name = "MS", hide = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub progress_interval: Option<u64>,
     /// The data directory: the database and, when no token is given, the
     /// `token` file (see the flag's own help).
     #[command(flatten)]
@@ -201,6 +207,9 @@ impl ServeArgs {
             detach_grace: Duration::from_secs(self.detach_grace),
             mcp_wait_budget: (self.mcp_wait_budget > 0)
                 .then(|| Duration::from_secs(self.mcp_wait_budget)),
+            progress_interval: self
+                .progress_interval
+                .map_or(crate::mcp::tool::PROGRESS_INTERVAL, Duration::from_millis),
             keep_days: self.keep_days,
             remote,
             remote_agents: self.remote_agents,
@@ -397,6 +406,22 @@ mod tests {
             serve_args(&["--token", long]).config(1).unwrap().token,
             long
         );
+    }
+
+    #[test]
+    fn the_progress_interval_is_five_seconds_and_a_hidden_flag_for_tests_sets_it_in_milliseconds() {
+        assert_eq!(serve_config(&[]).progress_interval, Duration::from_secs(5));
+        assert_eq!(
+            serve_config(&["--progress-interval", "200"]).progress_interval,
+            Duration::from_millis(200)
+        );
+        let mut command = <Cli as clap::CommandFactory>::command();
+        let serve = command
+            .find_subcommand_mut("serve")
+            .expect("a serve command");
+        let help = serve.render_long_help().to_string();
+        assert!(help.contains("--mcp-wait-budget"), "{help}");
+        assert!(!help.contains("progress-interval"), "{help}");
     }
 
     #[test]

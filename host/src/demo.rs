@@ -147,7 +147,7 @@ pub fn spawn(state: AppState) -> JoinHandle<()> {
             }
         }
         drop(events);
-        state.store().release(session.as_str());
+        state.pending().release(session.as_str());
     })
 }
 

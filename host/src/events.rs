@@ -7,7 +7,7 @@
 
 use crate::error::ApiError;
 use crate::extract::Session;
-use crate::pending::{EventReceiver, PendingStore, RecvError, SharedEvent, TryRecvError};
+use crate::pending::{EventReceiver, PendingTable, RecvError, SharedEvent, TryRecvError};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::State;
@@ -37,7 +37,7 @@ async fn events(
     let room = state.open_stream()?;
     let connected = state.page_connected();
     let stream = session_events(
-        state.store().clone(),
+        state.pending().clone(),
         session.into(),
         state.shutdown_token(),
     );
@@ -51,7 +51,7 @@ async fn events(
 }
 
 struct Cursor {
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     session: String,
     shutdown: CancellationToken,
     queue: VecDeque<SharedEvent>,
@@ -61,7 +61,7 @@ struct Cursor {
 
 impl Cursor {
     fn resync(&mut self) {
-        let subscription = self.store.subscribe(&self.session);
+        let subscription = self.pending.subscribe(&self.session);
         self.queue.extend(subscription.replay);
         self.events = Some(subscription.events);
     }
@@ -71,19 +71,19 @@ impl Drop for Cursor {
     fn drop(&mut self) {
         // Unsubscribe first, so the session can be forgotten if it is idle now.
         self.events = None;
-        self.store.release(&self.session);
+        self.pending.release(&self.session);
     }
 }
 
 /// A session's events as one stream: replay, `session/synced`, live; re-synced
 /// after a lag; ending on shutdown once the events already queued are out.
 pub fn session_events(
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     session: String,
     shutdown: CancellationToken,
 ) -> impl Stream<Item = SharedEvent> + Send + 'static {
     let mut cursor = Cursor {
-        store,
+        pending,
         session,
         shutdown,
         queue: VecDeque::new(),
@@ -131,7 +131,7 @@ pub fn session_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::MemoryStore;
+    use crate::pending::PendingTable;
     use ask_user_core::AskRequest;
     use ask_user_core::wire::{SessionEvent, SessionSynced};
     use futures_util::StreamExt;
@@ -142,8 +142,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_lagging_stream_is_re_synced_with_a_fresh_replay_and_synced() {
-        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::with_channel_capacity(2));
-        let stream = session_events(store.clone(), "s".to_owned(), CancellationToken::new());
+        let pending: Arc<PendingTable> = Arc::new(PendingTable::with_channel_capacity(2));
+        let stream = session_events(pending.clone(), "s".to_owned(), CancellationToken::new());
         let mut stream = Box::pin(stream);
         assert_eq!(
             *stream.next().await.unwrap(),
@@ -152,7 +152,7 @@ mod tests {
         // Five questions while the stream is not read: more than the channel holds.
         let ids: Vec<String> = (0..5)
             .map(|_| {
-                store
+                pending
                     .register("s", request(), None)
                     .unwrap()
                     .attachment
@@ -175,7 +175,7 @@ mod tests {
             })
         );
         // Then live again.
-        store.cancel("s", &ids[0]).unwrap();
+        pending.cancel("s", &ids[0]).unwrap();
         assert!(matches!(
             &*stream.next().await.unwrap(),
             SessionEvent::QuestionResolved(r) if r.id == ids[0]
@@ -184,21 +184,21 @@ mod tests {
 
     #[tokio::test]
     async fn shutdown_ends_the_stream_after_what_was_already_broadcast() {
-        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
+        let pending: Arc<PendingTable> = Arc::new(PendingTable::new());
         let shutdown = CancellationToken::new();
         let mut stream = Box::pin(session_events(
-            store.clone(),
+            pending.clone(),
             "s".to_owned(),
             shutdown.clone(),
         ));
         stream.next().await.unwrap();
-        let id = store
+        let id = pending
             .register("s", request(), None)
             .unwrap()
             .attachment
             .id()
             .to_owned();
-        store.dispose_all();
+        pending.dispose_all();
         shutdown.cancel();
         assert!(
             matches!(&*stream.next().await.unwrap(), SessionEvent::QuestionRequested(q) if q.id == id)

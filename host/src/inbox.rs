@@ -5,7 +5,7 @@
 
 use crate::error::ApiError;
 use crate::extract::Session;
-use crate::pending::{PendingStore, now_ms};
+use crate::pending::{PendingTable, now_ms};
 use crate::state::AppState;
 use ask_user_core::limits::INBOX_COALESCE_MS;
 use ask_user_core::wire::{InboxEvent, SessionList, Transcript};
@@ -38,12 +38,12 @@ pub fn router() -> Router<AppState> {
 
 /// `GET /api/sessions` → `{"sessions": [...]}`, most urgent first.
 async fn sessions(State(state): State<AppState>) -> Json<SessionList> {
-    Json(state.store().sessions(now_ms()))
+    Json(state.pending().sessions(now_ms()))
 }
 
 /// `GET /api/sessions/{session}/transcript` → `{"entries": [...]}`, oldest first.
 async fn transcript(State(state): State<AppState>, Session(session): Session) -> Json<Transcript> {
-    let mut transcript = state.store().transcript(session.as_str());
+    let mut transcript = state.pending().transcript(session.as_str());
     transcript.demo_agent = state.config().demo && session == crate::demo::demo_session();
     Json(transcript)
 }
@@ -59,7 +59,7 @@ async fn events(
         .map_err(|_| ApiError::TooManyInboxStreams {
             limit: MAX_INBOX_STREAMS,
         })?;
-    let stream = inbox_events(state.store().clone(), state.shutdown_token(), permit);
+    let stream = inbox_events(state.pending().clone(), state.shutdown_token(), permit);
     let stream = futures_util::StreamExt::map(stream, |event| {
         Ok(Event::default().event(event.name()).data(event.data()))
     });
@@ -67,7 +67,7 @@ async fn events(
 }
 
 struct Cursor {
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     changes: watch::Receiver<()>,
     shutdown: CancellationToken,
     last: Option<SessionList>,
@@ -80,13 +80,13 @@ struct Cursor {
 /// frame per [`COALESCE`] and never the same list twice in a row; it ends at
 /// shutdown.
 pub fn inbox_events(
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     shutdown: CancellationToken,
     permit: impl Into<Option<OwnedSemaphorePermit>>,
 ) -> impl Stream<Item = InboxEvent> + Send + 'static {
-    let changes = store.inbox();
+    let changes = pending.inbox();
     let cursor = Cursor {
-        store,
+        pending,
         changes,
         shutdown,
         last: None,
@@ -109,7 +109,7 @@ pub fn inbox_events(
                 }
             }
             cursor.changes.borrow_and_update();
-            let list = cursor.store.sessions(now_ms());
+            let list = cursor.pending.sessions(now_ms());
             if cursor.last.as_ref() == Some(&list) {
                 continue;
             }
@@ -123,7 +123,7 @@ pub fn inbox_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::MemoryStore;
+    use crate::pending::PendingTable;
     use ask_user_core::AskRequest;
     use ask_user_core::wire::Role;
     use futures_util::StreamExt;
@@ -132,7 +132,7 @@ mod tests {
         AskRequest::from_json(r#"{"questions": [{"id": "q", "question": "Why?"}]}"#).unwrap()
     }
 
-    fn pending(event: &InboxEvent) -> Vec<(String, u32)> {
+    fn pending_counts(event: &InboxEvent) -> Vec<(String, u32)> {
         let InboxEvent::Changed(list) = event;
         list.sessions
             .iter()
@@ -142,22 +142,26 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn changes_within_the_coalescing_window_arrive_as_one_frame_with_the_latest_list() {
-        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
-        let mut stream = Box::pin(inbox_events(store.clone(), CancellationToken::new(), None));
-        assert_eq!(pending(&stream.next().await.unwrap()), []);
-        let first = store.register("a", request(), None).unwrap();
+        let pending: Arc<PendingTable> = Arc::new(PendingTable::new());
+        let mut stream = Box::pin(inbox_events(
+            pending.clone(),
+            CancellationToken::new(),
+            None,
+        ));
+        assert_eq!(pending_counts(&stream.next().await.unwrap()), []);
+        let first = pending.register("a", request(), None).unwrap();
         assert_eq!(
-            pending(&stream.next().await.unwrap()),
+            pending_counts(&stream.next().await.unwrap()),
             [("a".to_owned(), 1)]
         );
         // Three changes at once: one frame, after the window, with all of them.
-        let _second = store.register("b", request(), None).unwrap();
-        store.cancel("a", first.attachment.id()).unwrap();
-        store.post_message("c", Role::Agent, "hello".into());
+        let _second = pending.register("b", request(), None).unwrap();
+        pending.cancel("a", first.attachment.id()).unwrap();
+        pending.post_message("c", Role::Agent, "hello".into());
         let before = Instant::now();
         let frame = stream.next().await.unwrap();
         assert!(Instant::now() >= before + COALESCE - Duration::from_millis(1));
-        let mut sessions = pending(&frame);
+        let mut sessions = pending_counts(&frame);
         assert_eq!(
             sessions.remove(0),
             ("b".to_owned(), 1),
@@ -170,11 +174,11 @@ mod tests {
     #[test]
     fn an_idle_session_leaves_the_list_after_a_day_but_a_waiting_one_stays() {
         use ask_user_core::limits::LISTED_SESSION_IDLE_MS;
-        let store = MemoryStore::new();
-        store.post_message("idle", Role::Agent, "hi".into());
-        let _waiting = store.register("waiting", request(), None).unwrap();
+        let pending = PendingTable::new();
+        pending.post_message("idle", Role::Agent, "hi".into());
+        let _waiting = pending.register("waiting", request(), None).unwrap();
         let ids = |now| -> Vec<String> {
-            store
+            pending
                 .sessions(now)
                 .sessions
                 .into_iter()
@@ -189,21 +193,21 @@ mod tests {
     #[test]
     fn the_list_holds_at_most_its_cap_with_the_waiting_sessions_kept() {
         use ask_user_core::limits::MAX_LISTED_SESSIONS;
-        let store = MemoryStore::new();
+        let pending = PendingTable::new();
         for n in 0..MAX_LISTED_SESSIONS + 20 {
-            store.post_message(&format!("s{n}"), Role::Agent, "hi".into());
+            pending.post_message(&format!("s{n}"), Role::Agent, "hi".into());
         }
-        let _waiting = store.register("waiting", request(), None).unwrap();
-        let list = store.sessions(now_ms()).sessions;
+        let _waiting = pending.register("waiting", request(), None).unwrap();
+        let list = pending.sessions(now_ms()).sessions;
         assert_eq!(list.len(), MAX_LISTED_SESSIONS);
         assert_eq!((list[0].id.as_str(), list[0].pending), ("waiting", 1));
     }
 
     #[tokio::test]
     async fn shutdown_ends_the_inbox_stream() {
-        let store: Arc<dyn PendingStore> = Arc::new(MemoryStore::new());
+        let pending: Arc<PendingTable> = Arc::new(PendingTable::new());
         let shutdown = CancellationToken::new();
-        let mut stream = Box::pin(inbox_events(store, shutdown.clone(), None));
+        let mut stream = Box::pin(inbox_events(pending, shutdown.clone(), None));
         stream.next().await.unwrap();
         shutdown.cancel();
         assert!(stream.next().await.is_none());

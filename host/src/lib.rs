@@ -48,7 +48,7 @@ pub mod token_file;
 pub mod transcript;
 
 pub use error::ApiError;
-pub use pending::{MemoryStore, PendingStore, Resolution, SharedEvent, Subscription};
+pub use pending::{PendingTable, Resolution, SharedEvent, Subscription};
 pub use provider::WebProvider;
 pub use state::{AppState, AskOptions, HostConfig, ShutdownHandle, random_token};
 
@@ -158,6 +158,6 @@ mod tests {
         let router = app(state.clone());
         drop(router);
         assert!(!state.is_shutting_down());
-        assert_eq!(state.store().pending_count(), 0);
+        assert_eq!(state.pending().pending_count(), 0);
     }
 }

@@ -15,7 +15,7 @@
 
 use crate::error::ApiError;
 use crate::pending::{
-    Attachment, Found, LetGo, PendingLimit, PendingStore, RegisterError, Registered, Resolution,
+    Attachment, Found, LetGo, PendingLimit, PendingTable, RegisterError, Registered, Resolution,
     question_id,
 };
 use crate::store::{Asked, EphemeralStore, Store, Write, now_ms, unavailable};
@@ -30,7 +30,7 @@ use tokio::time::Instant;
 
 /// Presents questions to the browser tabs of a session through the pending table.
 pub struct WebProvider {
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     record: Arc<dyn Store>,
     deliveries: Arc<Deliveries>,
 }
@@ -42,17 +42,17 @@ impl std::fmt::Debug for WebProvider {
 }
 
 impl WebProvider {
-    /// A provider over `store` that records nothing.
-    pub fn new(store: Arc<dyn PendingStore>) -> Self {
-        Self::recording(store, Arc::new(EphemeralStore))
+    /// A provider over `pending` that records nothing.
+    pub fn new(pending: Arc<PendingTable>) -> Self {
+        Self::recording(pending, Arc::new(EphemeralStore))
     }
 
-    /// A provider over `store` that writes each new question to `record`
+    /// A provider over `pending` that writes each new question to `record`
     /// before the person may see it, and marks a resolution delivered once
     /// the asking call has it.
-    pub fn recording(store: Arc<dyn PendingStore>, record: Arc<dyn Store>) -> Self {
+    pub fn recording(pending: Arc<PendingTable>, record: Arc<dyn Store>) -> Self {
         Self {
-            store,
+            pending,
             record,
             deliveries: Arc::default(),
         }
@@ -78,7 +78,7 @@ fn refusal(error: RegisterError) -> UserInteractionError {
 /// resolution was read, it lets the question go: aborted when the asker ended
 /// the ask on purpose, detached otherwise.
 struct WaitGuard {
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     session: String,
     attachment: Attachment,
     /// `None` once the resolution was read.
@@ -107,7 +107,7 @@ impl Drop for WaitGuard {
         } else {
             LetGo::Detach
         };
-        self.store
+        self.pending
             .let_go(&self.session, self.attachment.clone(), waiter, how);
     }
 }
@@ -182,7 +182,7 @@ impl WebProvider {
 }
 
 impl UserInteractionProvider for WebProvider {
-    /// Every answer comes from [`PendingStore::claim`], which normalises it
+    /// Every answer comes from [`PendingTable::claim`], which normalises it
     /// against the question's request (held and restored answers were
     /// normalised before they were kept), so core keeps no second copy of the
     /// request while the question waits.
@@ -218,7 +218,7 @@ impl UserInteractionProvider for WebProvider {
             let registered = {
                 // Scoped, so the waiting future holds no copy of the id.
                 let fresh = keeps.then(|| question.id.clone());
-                let registered = self.store.register_with_json(question, request_json);
+                let registered = self.pending.register_with_json(question, request_json);
                 if let Some(fresh) = fresh
                     && !matches!(
                         registered,
@@ -240,7 +240,7 @@ impl UserInteractionProvider for WebProvider {
             tracing::debug!(session, id = attachment.id(), ?found, "question presented");
             context.presented.set(attachment.id());
             let mut guard = WaitGuard {
-                store: self.store.clone(),
+                pending: self.pending.clone(),
                 session: session.to_owned(),
                 attachment,
                 waiter: Some(waiter),
@@ -254,7 +254,7 @@ impl UserInteractionProvider for WebProvider {
                     match Box::pin(tokio::time::timeout_at(deadline, guard.resolution())).await {
                         Ok(resolution) => resolution,
                         Err(_elapsed)
-                            if self.store.abort(
+                            if self.pending.abort(
                                 session,
                                 guard.attachment.id(),
                                 Outcome::Timeout,
@@ -282,7 +282,7 @@ impl UserInteractionProvider for WebProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::{MemoryStore, StoreConfig};
+    use crate::pending::{PendingConfig, PendingTable};
     use ask_user_core::wire::SessionEvent;
     use ask_user_core::{AbortController, AnswerBatch, SessionId};
     use std::future::Future;
@@ -300,10 +300,10 @@ mod tests {
         AnswerBatch::from_json(r#"{"answers": [{"id": "db", "selected": ["B"]}]}"#).unwrap()
     }
 
-    fn store(grace: Duration) -> Arc<dyn PendingStore> {
-        Arc::new(MemoryStore::with_config(StoreConfig {
+    fn table(grace: Duration) -> Arc<PendingTable> {
+        Arc::new(PendingTable::with_config(PendingConfig {
             detach_grace: grace,
-            ..StoreConfig::default()
+            ..PendingConfig::default()
         }))
     }
 
@@ -363,7 +363,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_resolution_is_marked_delivered_a_settling_second_later_in_groups_and_none_is_lost() {
         let record = Arc::new(Recorded::default());
-        let provider = WebProvider::recording(store(Duration::from_secs(60)), record.clone());
+        let provider = WebProvider::recording(table(Duration::from_secs(60)), record.clone());
         provider.mark_delivered("q_1".to_owned());
         tokio::time::sleep(Duration::from_millis(300)).await;
         provider.mark_delivered("q_2".to_owned());
@@ -388,34 +388,34 @@ mod tests {
 
     #[tokio::test]
     async fn an_answer_handed_over_but_never_read_is_held_for_the_next_identical_ask() {
-        let store = store(Duration::from_secs(60));
-        let provider = WebProvider::new(store.clone());
+        let pending = table(Duration::from_secs(60));
+        let provider = WebProvider::new(pending.clone());
         let abort = AbortController::new();
         let mut first = provider.ask(request(), context(&abort));
         poll_once(first.as_mut());
-        let id = store.snapshot("s")[0].id.clone();
+        let id = pending.snapshot("s")[0].id.clone();
 
         // The person's answer reaches the waiting call, which is dropped
         // before it is polled again (its connection went away that instant).
-        store.claim("s", &id, answer()).unwrap();
+        pending.claim("s", &id, answer()).unwrap();
         drop(first);
-        assert_eq!(store.held_count(), 1, "the answer is held, not lost");
-        assert_eq!(store.pending_count(), 0);
+        assert_eq!(pending.held_count(), 1, "the answer is held, not lost");
+        assert_eq!(pending.pending_count(), 0);
 
         let again = provider.ask(request(), context(&abort)).await;
         assert_eq!(again, Ok(answer()));
-        assert_eq!(store.held_count(), 0, "collected once");
+        assert_eq!(pending.held_count(), 0, "collected once");
     }
 
     #[tokio::test]
     async fn a_dropped_ask_detaches_its_question_and_an_identical_ask_reattaches() {
-        let store = store(Duration::from_secs(60));
-        let provider = WebProvider::new(store.clone());
-        let mut events = store.subscribe("s").events;
+        let pending = table(Duration::from_secs(60));
+        let provider = WebProvider::new(pending.clone());
+        let mut events = pending.subscribe("s").events;
         let abort = AbortController::new();
         let mut first = provider.ask(request(), context(&abort));
         poll_once(first.as_mut());
-        let id = store.snapshot("s")[0].id.clone();
+        let id = pending.snapshot("s")[0].id.clone();
         drop(first);
         assert!(
             matches!(&*events.try_recv().unwrap(), SessionEvent::QuestionRequested(q) if q.id == id)
@@ -423,7 +423,7 @@ mod tests {
         assert!(
             matches!(&*events.try_recv().unwrap(), SessionEvent::QuestionDetached(r) if r.id == id)
         );
-        assert_eq!(store.pending_count(), 1, "still answerable");
+        assert_eq!(pending.pending_count(), 1, "still answerable");
 
         let presented = ask_user_core::PresentedAs::new();
         let mut second = provider.ask(request(), context(&abort).reporting_to(presented.clone()));
@@ -432,22 +432,22 @@ mod tests {
         assert!(
             matches!(&*events.try_recv().unwrap(), SessionEvent::QuestionAttached(r) if r.id == id)
         );
-        store.claim("s", &id, answer()).unwrap();
+        pending.claim("s", &id, answer()).unwrap();
         assert_eq!(second.await, Ok(answer()));
     }
 
     #[tokio::test]
     async fn an_ask_ended_on_purpose_aborts_its_question_at_once() {
-        let store = store(Duration::from_secs(60));
-        let provider = WebProvider::new(store.clone());
+        let pending = table(Duration::from_secs(60));
+        let provider = WebProvider::new(pending.clone());
         let abort = AbortController::new();
         let mut ask = provider.ask(request(), context(&abort));
         poll_once(ask.as_mut());
-        let id = store.snapshot("s")[0].id.clone();
+        let id = pending.snapshot("s")[0].id.clone();
         abort.abort();
         drop(ask);
-        assert_eq!(store.pending_count(), 0);
-        let refused = store.claim("s", &id, answer()).unwrap_err();
+        assert_eq!(pending.pending_count(), 0);
+        let refused = pending.claim("s", &id, answer()).unwrap_err();
         assert!(
             refused.message.contains("the agent aborted it"),
             "{refused}"
@@ -456,14 +456,14 @@ mod tests {
 
     #[tokio::test]
     async fn with_no_grace_a_dropped_ask_aborts_as_before() {
-        let store = store(Duration::ZERO);
-        let provider = WebProvider::new(store.clone());
+        let pending = table(Duration::ZERO);
+        let provider = WebProvider::new(pending.clone());
         let abort = AbortController::new();
         let mut ask = provider.ask(request(), context(&abort));
         poll_once(ask.as_mut());
         drop(ask);
-        assert_eq!(store.pending_count(), 0);
-        assert_eq!(store.held_count(), 0);
+        assert_eq!(pending.pending_count(), 0);
+        assert_eq!(pending.held_count(), 0);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use crate::error::ApiError;
 use crate::mcp::McpLifecycle;
 use crate::pending::{
-    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, MemoryStore, PendingStore, StoreConfig,
-    Subscription, spawn_grace_timer,
+    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, PendingConfig, PendingTable, Subscription,
+    spawn_grace_timer,
 };
 use crate::provider::{WebProvider, no_room};
 use crate::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
@@ -71,6 +71,10 @@ pub struct HostConfig {
     /// before it returns `waiting` (`--mcp-wait-budget`); `None` waits as long
     /// as the person needs. Unused when `detach_grace` is zero.
     pub mcp_wait_budget: Option<Duration>,
+    /// How often an MCP call with a progress token hears that the person is
+    /// still answering ([`crate::mcp::tool::PROGRESS_INTERVAL`]; the hidden
+    /// `--progress-interval` shortens it for tests only).
+    pub progress_interval: Duration,
     /// Resolved questions and messages older than this many days are pruned
     /// from the record at start and hourly (`--keep-days`); 0 keeps them.
     pub keep_days: u32,
@@ -101,6 +105,7 @@ impl HostConfig {
             demo: false,
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
+            progress_interval: crate::mcp::tool::PROGRESS_INTERVAL,
             keep_days: crate::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,
@@ -129,7 +134,7 @@ pub struct AskOptions {
 
 struct Inner {
     config: HostConfig,
-    store: Arc<dyn PendingStore>,
+    pending: Arc<PendingTable>,
     record: Arc<dyn Store>,
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
@@ -167,7 +172,7 @@ impl std::fmt::Debug for AppState {
         f.debug_struct("AppState")
             .field("port", &self.inner.config.port)
             .field("web", &self.inner.config.web)
-            .field("pending", &self.inner.store.pending_count())
+            .field("pending", &self.inner.pending.pending_count())
             .finish_non_exhaustive()
     }
 }
@@ -183,42 +188,38 @@ impl AppState {
     /// record in `record`, and puts back what `record` still had open
     /// (pending questions detached, held resolutions held).
     pub fn recording(config: HostConfig, record: Arc<dyn Store>) -> Self {
-        let store = MemoryStore::with_journal(
-            StoreConfig {
+        let pending = PendingTable::with_journal(
+            PendingConfig {
                 detach_grace: config.detach_grace,
                 max_kept: config.max_pending,
                 max_bytes: config.max_pending_bytes,
-                ..StoreConfig::default()
+                ..PendingConfig::default()
             },
             Some(record.clone()),
         );
         let restored = record.restored();
-        let (pending, held) = (restored.pending.len(), restored.held.len());
-        store.restore(restored);
-        if pending + held > 0 {
+        let (kept, held) = (restored.pending.len(), restored.held.len());
+        pending.restore(restored);
+        if kept + held > 0 {
             tracing::info!(
-                pending,
+                pending = kept,
                 held,
                 "restored from the store: pending questions detached, resolutions held"
             );
         }
-        Self::with_stores(config, Arc::new(store), record)
+        Self::with_parts(config, Arc::new(pending), record)
     }
 
-    /// State over `store` (which applies its own limit and detach grace),
+    /// State over `pending` (which applies its own limit and detach grace),
     /// recording nothing; registers the web provider unless `config.web` is false.
-    pub fn with_store(config: HostConfig, store: Arc<dyn PendingStore>) -> Self {
-        Self::with_stores(config, store, Arc::new(EphemeralStore))
+    pub fn with_pending(config: HostConfig, pending: Arc<PendingTable>) -> Self {
+        Self::with_parts(config, pending, Arc::new(EphemeralStore))
     }
 
-    fn with_stores(
-        config: HostConfig,
-        store: Arc<dyn PendingStore>,
-        record: Arc<dyn Store>,
-    ) -> Self {
+    fn with_parts(config: HostConfig, pending: Arc<PendingTable>, record: Arc<dyn Store>) -> Self {
         let interaction = UserInteraction::new();
         let registration = config.web.then(|| {
-            let provider = WebProvider::recording(store.clone(), record.clone());
+            let provider = WebProvider::recording(pending.clone(), record.clone());
             interaction
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
@@ -229,7 +230,7 @@ impl AppState {
                 guard: crate::security::Guard::new(&config.token),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
-                store,
+                pending,
                 record,
                 interaction,
                 registration: Mutex::new(registration),
@@ -287,8 +288,8 @@ impl AppState {
     }
 
     /// The pending table.
-    pub fn store(&self) -> &Arc<dyn PendingStore> {
-        &self.inner.store
+    pub fn pending(&self) -> &Arc<PendingTable> {
+        &self.inner.pending
     }
 
     /// The durable record.
@@ -318,7 +319,7 @@ impl AppState {
         by: Option<AnsweredBy>,
     ) -> Result<(), ApiError> {
         let session = session.as_str();
-        let answer = self.inner.store.check_answer(session, id, answer)?;
+        let answer = self.inner.pending.check_answer(session, id, answer)?;
         let write = Write::Answered {
             id: id.to_owned(),
             answer: answer.clone(),
@@ -326,7 +327,7 @@ impl AppState {
             by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.store.claim_by(session, id, answer, by)?)
+        Ok(self.inner.pending.claim_by(session, id, answer, by)?)
     }
 
     /// The person closed question `id`: written to the record, then claimed
@@ -343,14 +344,14 @@ impl AppState {
         by: Option<AnsweredBy>,
     ) -> Result<(), ApiError> {
         let session = session.as_str();
-        self.inner.store.check_pending(session, id)?;
+        self.inner.pending.check_pending(session, id)?;
         let write = Write::Cancelled {
             id: id.to_owned(),
             at_ms: now_ms(),
             by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.store.cancel_by(session, id, by)?)
+        Ok(self.inner.pending.cancel_by(session, id, by)?)
     }
 
     /// Writes the person's resolution; the record decides which one came
@@ -422,7 +423,7 @@ impl AppState {
                 Err(UserInteractionError::provider_disposed().into())
             }
             // Looked up only now: the waiting ask holds no list of them.
-            Err(e) => match (self.inner.store.pending_limits().into_iter())
+            Err(e) => match (self.inner.pending.pending_limits().into_iter())
                 .find(|&limit| e == no_room(limit))
             {
                 Some(limit) => Err(ApiError::TooManyPending { limit }),
@@ -435,7 +436,7 @@ impl AppState {
     /// Subscribes to `session`'s events: the replay (pending questions, then
     /// `session/synced`), then everything live (`question/*`, `message/created`).
     pub fn subscribe(&self, session: &SessionId) -> Subscription {
-        self.inner.store.subscribe(session.as_str())
+        self.inner.pending.subscribe(session.as_str())
     }
 
     /// Room for one more event stream (held for as long as it is open), or
@@ -489,7 +490,10 @@ impl AppState {
             .kept()
             .await
             .map_err(ApiError::Store)?;
-        Ok(self.inner.store.post_message_as(session.as_str(), message))
+        Ok(self
+            .inner
+            .pending
+            .post_message_as(session.as_str(), message))
     }
 
     /// The handle that shuts the host down.
@@ -518,7 +522,7 @@ impl AppState {
     /// closing MCP sessions at shutdown. [`crate::serve`] calls it; building
     /// the router starts nothing.
     pub fn spawn_background_tasks(&self) {
-        spawn_grace_timer(self.inner.store.clone(), self.shutdown_token());
+        spawn_grace_timer(self.inner.pending.clone(), self.shutdown_token());
         crate::store::spawn_pruning(
             self.inner.record.clone(),
             self.inner.config.keep_days,
@@ -542,7 +546,7 @@ impl ShutdownHandle {
     /// finish. Idempotent.
     pub fn shutdown(&self) {
         let inner = &self.state.inner;
-        let disposed = inner.store.dispose_all();
+        let disposed = inner.pending.dispose_all();
         if disposed > 0 {
             tracing::info!(disposed, "resolved pending questions as disposed");
         }

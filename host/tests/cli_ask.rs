@@ -225,7 +225,7 @@ async fn an_unanswered_question_times_out_with_exit_4() {
         run.stderr,
         "Error: ask_user_question timed out before the user answered (ASK_TIMEOUT)\n"
     );
-    assert!(host.state.store().snapshot("default").is_empty());
+    assert!(host.state.pending().snapshot("default").is_empty());
 }
 
 #[tokio::test]
@@ -384,7 +384,7 @@ async fn killing_the_cli_detaches_its_question_and_with_no_grace_aborts_it() {
         match next_event(&mut events).await {
             SessionEvent::QuestionDetached(detached) if !grace.is_zero() => {
                 assert_eq!(detached.id, id);
-                assert_eq!(host.state.store().pending_count(), 1, "still answerable");
+                assert_eq!(host.state.pending().pending_count(), 1, "still answerable");
             }
             SessionEvent::QuestionResolved(resolved) if grace.is_zero() => {
                 assert_eq!(resolved.id, id);

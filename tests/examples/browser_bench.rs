@@ -17,8 +17,9 @@
 //! Timings are taken inside the browser, so WebDriver's own latency is not in
 //! them. `ASK_USER_BENCH_RUNS` sets the runs per figure (default 15).
 
-use ask_user_tests::browser::{Browser, PATIENCE};
+use ask_user_tests::browser::Browser;
 use ask_user_tests::host_process::{HostProcess, host_binary};
+use ask_user_tests::wait::PATIENCE;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 

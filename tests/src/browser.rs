@@ -7,6 +7,7 @@
 //! runs them with `--include-ignored` and [`E2E_DIST_ENV`] naming the Trunk
 //! build. Run without that environment, they fail and say what is missing.
 
+use crate::wait::PATIENCE;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -32,10 +33,6 @@ pub const CHROMIUM_FLAGS: &[&str] = &[
     "--no-first-run",
     "--window-size=1000,700",
 ];
-
-/// How long the helpers wait for chromedriver or a page (a ceiling, never a
-/// measurement: builds on a loaded 2-core machine are slow).
-pub const PATIENCE: Duration = Duration::from_secs(60);
 
 /// What went wrong while driving the browser.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::browser::PATIENCE;
+use crate::wait::PATIENCE;
 
 /// Names the `ask-user` binary to start; by default the one next to the test binary.
 pub const HOST_BIN_ENV: &str = "ASK_USER_BIN";

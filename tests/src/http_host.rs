@@ -1,26 +1,14 @@
 //! The host in-process on a loopback port, and a small client for its HTTP
 //! contract: JSON calls, the agent's blocking ask, and an SSE reader.
 
+use crate::wait::within;
 use ask_user_core::wire::SessionEvent;
 use ask_user_host::{AppState, HostConfig, random_token, serve};
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use reqwest::StatusCode;
 use serde_json::Value;
-use std::future::Future;
-use std::time::Duration;
 use tokio::task::JoinHandle;
-
-/// How long a helper waits for something that should happen before it gives up
-/// with a clear panic (a hang guard, not a timing assertion).
-pub const PATIENCE: Duration = Duration::from_secs(30);
-
-/// Awaits `future`, panicking with `what` if it hangs past [`PATIENCE`].
-pub async fn within<F: Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, future)
-        .await
-        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
-}
 
 /// A host served in-process on `127.0.0.1:<free port>`.
 pub struct TestHost {

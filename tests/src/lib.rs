@@ -9,6 +9,7 @@ pub mod http_host;
 pub mod mcp;
 pub mod node;
 pub mod tls_front;
+pub mod wait;
 
 /// A loopback port that was free a moment ago (bind to port 0, read it, release it).
 pub fn free_port() -> u16 {

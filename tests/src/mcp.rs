@@ -4,7 +4,8 @@
 //! progress token, no tasks), so a test can cut a call's connection without
 //! any goodbye.
 
-use crate::http_host::{EventStream, TestHost, within};
+use crate::http_host::{EventStream, TestHost};
+use crate::wait::within;
 use ask_user_core::tool::TOOL_NAME;
 use reqwest::StatusCode;
 use rmcp::model::{

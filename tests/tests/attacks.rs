@@ -4,6 +4,7 @@
 //! half-closed agent.
 
 use ask_user_tests::host_process::HostProcess;
+use ask_user_tests::wait::{PATIENCE, until, within};
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE};
 use serde_json::{Value, json};
@@ -13,15 +14,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// A hang guard, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(30);
-
-async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, future)
-        .await
-        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
-}
 
 /// A page folder with a recognisable index.html.
 fn page_dir() -> PathBuf {
@@ -250,11 +242,10 @@ async fn withstand_the_siege(extra: &[&str], logged: &str) {
     // siege in up to its limit. (Not a count of its descriptors: out of
     // descriptors, the host closes some to make room, so the count touches
     // the limit only for moments a poll can miss.)
-    within("the host to report the siege reached its limit", async {
-        while !host.stderr().contains(logged) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
+    until(
+        "the host to report the siege reached its limit",
+        async || host.stderr().contains(logged),
+    )
     .await;
 
     // Before the 10 s timeouts close any siege socket: it is the cap (or the
@@ -294,22 +285,17 @@ async fn sigterm_exits_at_once_despite_half_sent_requests_and_still_aborts_the_p
             .body(question("still").to_string())
             .send(),
     );
-    within("the ask to be pending", async {
-        loop {
-            let (_, listed) = json_of(
-                client
-                    .get(format!("{}/api/sessions/term/questions", host.origin()))
-                    .bearer_auth(&token)
-                    .send()
-                    .await
-                    .unwrap(),
-            )
-            .await;
-            if listed["pending"].as_array().is_some_and(|p| !p.is_empty()) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    until("the ask to be pending", async || {
+        let (_, listed) = json_of(
+            client
+                .get(format!("{}/api/sessions/term/questions", host.origin()))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        listed["pending"].as_array().is_some_and(|p| !p.is_empty())
     })
     .await;
 
@@ -634,10 +620,8 @@ async fn a_huge_mcp_client_info_reaches_the_log_truncated_and_only_once() {
             .await
             .unwrap();
     }
-    within("the host to log the three clients", async {
-        while host.stderr().matches("MCP client initializing").count() < 3 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    until("the host to log the three clients", async || {
+        host.stderr().matches("MCP client initializing").count() >= 3
     })
     .await;
     let log = host.stderr();

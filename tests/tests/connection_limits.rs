@@ -5,18 +5,10 @@
 
 use ask_user_host::server::Limits;
 use ask_user_host::{AppState, HostConfig, random_token, serve_with};
+use ask_user_tests::wait::within;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-
-/// A hang guard, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(30);
-
-async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, future)
-        .await
-        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
-}
 
 struct Host {
     addr: String,

@@ -11,7 +11,8 @@
 
 use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;
-use ask_user_tests::http_host::{TestHost, send, within};
+use ask_user_tests::http_host::{TestHost, send};
+use ask_user_tests::wait::within;
 use fantoccini::Locator;
 use reqwest::StatusCode;
 use serde_json::{Value, json};

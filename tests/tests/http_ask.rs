@@ -4,7 +4,8 @@
 use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{AbortController, AskRequest, SessionId};
 use ask_user_host::{ApiError, AskOptions};
-use ask_user_tests::http_host::{TestHost, assert_error, within};
+use ask_user_tests::http_host::{TestHost, assert_error};
+use ask_user_tests::wait::within;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::sync::Arc;

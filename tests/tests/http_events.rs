@@ -3,7 +3,8 @@
 
 use ask_user_core::SessionId;
 use ask_user_core::wire::{MessageCreated, Outcome, Role, SessionEvent};
-use ask_user_tests::http_host::{TestHost, within};
+use ask_user_tests::http_host::TestHost;
+use ask_user_tests::wait::within;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

@@ -9,8 +9,9 @@ use ask_user_core::wire::{
 };
 use ask_user_host::client::ask::{AskArgs, AskOutcome};
 use ask_user_host::inbox::MAX_INBOX_STREAMS;
-use ask_user_tests::http_host::{EventStream, TestHost, assert_error, send, within};
+use ask_user_tests::http_host::{EventStream, TestHost, assert_error, send};
 use ask_user_tests::mcp::RawSession;
+use ask_user_tests::wait::within;
 use reqwest::StatusCode;
 use reqwest::header::ORIGIN;
 use serde_json::{Value, json};

@@ -3,7 +3,8 @@
 //! past its limit is a clear 429 or 400 naming the limit, never a silent drop.
 
 use ask_user_core::limits::{MAX_CUSTOM_CHARS, MAX_PENDING_PER_SESSION};
-use ask_user_tests::http_host::{TestHost, assert_error, within};
+use ask_user_tests::http_host::{TestHost, assert_error};
+use ask_user_tests::wait::{until, within};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -17,10 +18,8 @@ fn large_request(text: &str, detail: usize) -> Value {
 }
 
 async fn wait_for_pending(host: &TestHost, session: &str, count: usize) {
-    within(&format!("{count} pending in {session}"), async {
-        while host.pending_ids(session).await.len() < count {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+    until(&format!("{count} pending in {session}"), async || {
+        host.pending_ids(session).await.len() >= count
     })
     .await;
 }

@@ -5,8 +5,9 @@
 
 use ask_user_core::tool::TOOL_NAME;
 use ask_user_core::wire::{Outcome, SessionEvent};
-use ask_user_tests::http_host::{EventStream, TestHost, within};
+use ask_user_tests::http_host::{EventStream, TestHost};
 use ask_user_tests::mcp::{RawSession, Recorder, call_params, connect_sdk};
+use ask_user_tests::wait::{until, within};
 use reqwest::StatusCode;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, GetTaskParams, NumberOrString, ProgressToken,
@@ -67,10 +68,17 @@ fn assert_waiting(result: &Value, id: &str) {
     assert!(text.contains("exactly the same arguments"), "{text}");
 }
 
+/// The progress interval the long-wait tests run with: a tenth of the
+/// host's 5 s, so a wait of six intervals takes seconds, not half a minute.
+const INTERVAL: Duration = Duration::from_millis(500);
+
 // 1.
 #[tokio::test]
-async fn a_call_with_a_progress_token_hears_progress_at_most_10_s_apart_through_a_25_s_wait() {
-    let host = TestHost::start().await;
+async fn a_call_with_a_progress_token_hears_progress_at_most_two_intervals_apart_through_a_long_wait()
+ {
+    // At the host's 5 s: at most 10 s apart (the promise to clients that
+    // reset their timeout on progress) through a wait of 30 s.
+    let host = TestHost::start_with(|c| c.progress_interval = INTERVAL).await;
     let mut tab = host.events("s").await;
     tab.replay().await;
     let recorder = Recorder::default();
@@ -79,14 +87,14 @@ async fn a_call_with_a_progress_token_hears_progress_at_most_10_s_apart_through_
 
     let mut params = call_params(&request());
     params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
-        NumberOrString::String("wait-25".into()),
+        NumberOrString::String("wait-long".into()),
     )));
     let started = Instant::now();
     let peer = client.peer().clone();
     let call = tokio::spawn(async move { peer.call_tool_once(params).await });
     let id = tab.requested().await.id;
 
-    tokio::time::sleep(Duration::from_secs(25)).await;
+    tokio::time::sleep(INTERVAL * 6).await;
     assert_eq!(host.answer("s", &id, &answer()).await.0, StatusCode::OK);
     let answered = Instant::now();
     let response = within("the result", call)
@@ -99,13 +107,16 @@ async fn a_call_with_a_progress_token_hears_progress_at_most_10_s_apart_through_
     assert_eq!(result.structured_content, Some(batch()));
 
     let during: Vec<_> = heard.lock().unwrap().clone();
-    assert!(during.len() >= 3, "progress during 25 s: {during:?}");
+    assert!(
+        during.len() >= 3,
+        "progress during six intervals: {during:?}"
+    );
     let mut last = started;
     let mut last_progress = f64::MIN;
     for note in &during {
         assert!(
-            note.at.duration_since(last) <= Duration::from_secs(10),
-            "a gap over 10 s: {during:?}"
+            note.at.duration_since(last) <= INTERVAL * 2,
+            "a gap over two intervals: {during:?}"
         );
         assert!(
             note.progress > last_progress,
@@ -116,10 +127,10 @@ async fn a_call_with_a_progress_token_hears_progress_at_most_10_s_apart_through_
         last = note.at;
         last_progress = note.progress;
     }
-    assert!(answered.duration_since(last) <= Duration::from_secs(10));
+    assert!(answered.duration_since(last) <= INTERVAL * 2);
 
     // Once the call has its result, progress stops.
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    tokio::time::sleep(INTERVAL * 2).await;
     assert_eq!(
         heard.lock().unwrap().len(),
         during.len(),
@@ -247,21 +258,20 @@ async fn settled(
     client: &ask_user_tests::mcp::SdkClient,
     task_id: &str,
 ) -> rmcp::model::DetailedTask {
-    within("the task to settle", async {
-        loop {
-            let task = client
-                .peer()
-                .get_task(GetTaskParams::new(task_id))
-                .await
-                .expect("tasks/get")
-                .task;
-            if task.status() != TaskStatus::Working {
-                return task;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let mut task = None;
+    until("the task to settle", async || {
+        let got = client
+            .peer()
+            .get_task(GetTaskParams::new(task_id))
+            .await
+            .expect("tasks/get")
+            .task;
+        let settled = got.status() != TaskStatus::Working;
+        task = Some(got);
+        settled
     })
-    .await
+    .await;
+    task.expect("looked at least once")
 }
 
 // 6.

@@ -9,8 +9,9 @@ use ask_user_core::tool::{TOOL_DESCRIPTION, TOOL_NAME};
 use ask_user_core::wire::Outcome;
 use ask_user_tests::free_port;
 use ask_user_tests::host_process::host_binary;
-use ask_user_tests::http_host::{TestHost, within};
+use ask_user_tests::http_host::TestHost;
 use ask_user_tests::mcp::{Recorder, call_params};
+use ask_user_tests::wait::{PATIENCE, until, within};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequest, ClientRequest};
 use rmcp::service::{PeerRequestOptions, RoleClient, RunningService};
@@ -53,15 +54,6 @@ fn data_dir_for(host: &TestHost) -> PathBuf {
 }
 
 /// Polls `check` every 20 ms until it holds (bounded by `within`).
-async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
-    within(what, async {
-        while !check().await {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-}
-
 /// The one question pending in `session`, once there is one.
 async fn pending_one(host: &TestHost, session: &str) -> String {
     let mut ids = Vec::new();
@@ -211,7 +203,7 @@ impl Mcp {
     }
 
     /// The response to request `id` (skipping notifications), within
-    /// [`PATIENCE`](ask_user_tests::http_host::PATIENCE) in all.
+    /// [`PATIENCE`](PATIENCE) in all.
     async fn response(&mut self, id: u64) -> Value {
         within(&format!("the response to request {id}"), async {
             loop {
@@ -268,7 +260,7 @@ impl Mcp {
 
     /// Waits until stderr says `needle`.
     async fn says(&self, needle: &str) {
-        let waited = tokio::time::timeout(ask_user_tests::http_host::PATIENCE, async {
+        let waited = tokio::time::timeout(PATIENCE, async {
             while !self.stderr().contains(needle) {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }

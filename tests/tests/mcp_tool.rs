@@ -5,7 +5,8 @@
 use ask_user_core::tool::{TOOL_DESCRIPTION, TOOL_NAME, input_schema, render_error};
 use ask_user_core::wire::{Outcome, SessionEvent};
 use ask_user_core::{AnswerBatch, UserInteractionError};
-use ask_user_tests::http_host::{TestHost, within};
+use ask_user_tests::http_host::TestHost;
+use ask_user_tests::wait::within;
 use reqwest::StatusCode;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::{RoleClient, RunningService, ServiceError};

@@ -7,6 +7,7 @@
 use ask_user_core::wire::{Outcome, SessionEvent};
 use ask_user_tests::http_host::{EventStream, TestHost};
 use ask_user_tests::node::NodeScript;
+use ask_user_tests::wait::PATIENCE;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -46,8 +47,6 @@ fn sdk_client(host: &TestHost, session: &str, scenario: Value) -> NodeScript {
         ],
     )
 }
-
-const PATIENCE: Duration = Duration::from_secs(30);
 
 async fn connected(client: &NodeScript) {
     let event = client.next(PATIENCE).await;
@@ -118,21 +117,23 @@ async fn a_typescript_sdk_call_gets_waiting_before_its_timeout_and_the_next_iden
 #[ignore = "node test: needs Node.js and the npm packages that `cargo xtask test` installs"]
 async fn a_typescript_sdk_call_that_resets_its_timeout_on_progress_waits_as_long_as_the_person_needs()
  {
-    let host = TestHost::start().await;
+    // Progress every 500 ms instead of 5 s; the client's timeout three
+    // intervals, so a late tick on a busy machine still resets it in time.
+    let host = TestHost::start_with(|c| c.progress_interval = Duration::from_millis(500)).await;
     let mut tab = host.events("ts").await;
     tab.replay().await;
-    // 7 s without a message ends the call, unless progress resets the clock.
+    // 1.5 s without a message ends the call, unless progress resets the clock.
     let client = sdk_client(
         &host,
         "ts",
-        json!({"arguments": request(), "timeout_ms": 7000, "progress": true, "reset_on_progress": true}),
+        json!({"arguments": request(), "timeout_ms": 1500, "progress": true, "reset_on_progress": true}),
     );
     connected(&client).await;
     let id = tab.requested().await.id;
     let asked = Instant::now();
 
     // The person takes more than twice the client's timeout.
-    tokio::time::sleep(Duration::from_secs(16)).await;
+    tokio::time::sleep(Duration::from_millis(3200)).await;
     let during = client.drain();
     assert!(
         during.iter().all(|e| e["event"] == "progress"),
@@ -156,6 +157,6 @@ async fn a_typescript_sdk_call_that_resets_its_timeout_on_progress_waits_as_long
     assert_eq!(result["event"], "result", "{result}");
     assert_eq!(result["result"]["isError"], false, "{result}");
     assert_eq!(result["result"]["structuredContent"], batch());
-    assert!(asked.elapsed() > Duration::from_secs(14));
+    assert!(asked.elapsed() > Duration::from_millis(3000));
     client.finished(PATIENCE).await;
 }

@@ -6,6 +6,7 @@
 
 use ask_user_core::limits::MAX_CUSTOM_CHARS;
 use ask_user_tests::host_process::HostProcess;
+use ask_user_tests::wait::within;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -13,15 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
-
-/// A hang guard, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-async fn within<F: std::future::Future>(what: &str, future: F) -> F::Output {
-    tokio::time::timeout(PATIENCE, future)
-        .await
-        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
-}
 
 fn start(extra: &[&str]) -> HostProcess {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -6,13 +6,10 @@
 //! unique cursor. None asserts a duration.
 
 use ask_user_tests::host_process::HostProcess;
+use ask_user_tests::wait::{PATIENCE, until};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// A hang guard, not a timing assertion.
-const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The smallest `--max-store-bytes` the host takes (16 MiB).
 const MIN_STORE_BYTES: u64 = 16 * 1024 * 1024;
@@ -139,21 +136,14 @@ async fn a_flood_of_large_asks_that_time_out_keeps_the_data_directory_under_max_
     // written just after the 408), the first is not.
     let newest = json!(format!("Ask {}?", asks - 1));
     let asked = |record: &Value| record["question"]["request"]["questions"][0]["question"].clone();
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let records = loop {
+    let mut records = Vec::new();
+    until("the newest record first in the history", async || {
         let (status, page) = host.get("/api/history?session=flood&limit=500").await;
         assert_eq!(status, StatusCode::OK);
-        let records = page["records"].as_array().unwrap().clone();
-        if records.first().map(asked) == Some(newest.clone()) {
-            break records;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{:?}",
-            records.first().map(asked)
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+        records = page["records"].as_array().unwrap().clone();
+        records.first().map(asked) == Some(newest.clone())
+    })
+    .await;
     assert!(
         !records.is_empty() && records.len() < asks,
         "{} records",
@@ -175,20 +165,14 @@ async fn at_max_store_bytes_pending_questions_are_never_pruned_and_new_asks_get_
         waiting.push(tokio::spawn(ask));
     }
     // Every ask ends up either pending (kept, waiting) or refused.
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    let (refused, pending) = loop {
-        let refused = waiting.iter().filter(|ask| ask.is_finished()).count();
+    let (mut refused, mut pending) = (0, 0);
+    until("every ask pending or refused", async || {
+        refused = waiting.iter().filter(|ask| ask.is_finished()).count();
         let (_, list) = host.get("/api/sessions/full/questions").await;
-        let pending = list["pending"].as_array().unwrap().len();
-        if refused + pending == waiting.len() {
-            break (refused, pending);
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{refused} refused, {pending} pending"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        pending = list["pending"].as_array().unwrap().len();
+        refused + pending == waiting.len()
+    })
+    .await;
     assert!(
         refused > 0 && pending > 0,
         "{refused} refused, {pending} pending"

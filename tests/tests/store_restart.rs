@@ -3,17 +3,15 @@
 //! a read-only database file; file modes; a corrupt file at start.
 
 use ask_user_tests::host_process::{HostError, HostProcess};
+use ask_user_tests::wait::{PATIENCE, until};
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const AGENTS: usize = 64;
-
-/// Nothing here waits longer than this for the host.
-const PATIENCE: Duration = Duration::from_secs(30);
 
 struct TempDir(PathBuf);
 
@@ -129,9 +127,8 @@ impl Host {
 
     /// Waits until `session` has exactly one pending question; its id.
     async fn the_one_pending(&self, session: &str) -> String {
-        wait_until("the question is pending", || {
-            let count = async { self.pending(session).await.len() };
-            async move { count.await == 1 }
+        until("the question is pending", async || {
+            self.pending(session).await.len() == 1
         })
         .await;
         self.pending(session).await.pop().unwrap()
@@ -189,17 +186,6 @@ fn custom(batch: &Value) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("a free-text answer: {batch}"))
         .to_owned()
-}
-
-async fn wait_until<F: std::future::Future<Output = bool>>(
-    what: &str,
-    mut check: impl FnMut() -> F,
-) {
-    let deadline = Instant::now() + PATIENCE;
-    while !check().await {
-        assert!(Instant::now() < deadline, "{what}: not after {PATIENCE:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The page: answers every pending question of `sessions` with a text made
@@ -304,9 +290,8 @@ async fn a_host_killed_during_64_agents_and_a_page_answering_delivers_every_ackn
         .map(|n| tokio::spawn(agent(host.clone(), n)))
         .collect();
     // Killed mid-stream, once plenty has been answered.
-    wait_until("300 acknowledged answers", || {
-        let count = acknowledged.lock().unwrap().len();
-        async move { count >= 300 }
+    until("300 acknowledged answers", async || {
+        acknowledged.lock().unwrap().len() >= 300
     })
     .await;
     let killed = std::process::Command::new("kill")
@@ -405,10 +390,9 @@ async fn after_a_kill_a_detached_question_comes_back_detached_and_a_held_answer_
     // while its agent is away (held).
     for text in ["Detached?", "Held?"] {
         let ask = tokio::spawn(host.post("/api/sessions/s/ask", &request(text)).send());
-        wait_until("the question is pending", || {
-            let count = async { host.pending("s").await.len() };
-            let want = if text == "Detached?" { 1 } else { 2 };
-            async move { count.await == want }
+        let want = if text == "Detached?" { 1 } else { 2 };
+        until("the question is pending", async || {
+            host.pending("s").await.len() == want
         })
         .await;
         ask.abort();
@@ -609,9 +593,8 @@ async fn ask_and_answer(host: &Host, session: &str, text: &str, answer: &str) ->
         host.post(&format!("/api/sessions/{session}/ask"), &request(text))
             .send(),
     );
-    wait_until("the question is pending", || {
-        let count = async { host.pending(session).await.len() };
-        async move { count.await > before }
+    until("the question is pending", async || {
+        host.pending(session).await.len() > before
     })
     .await;
     let id = host.pending(session).await.pop().unwrap();
@@ -745,9 +728,12 @@ async fn records_older_than_keep_days_are_pruned_when_the_host_starts() {
         }
     }
     let host = Host::start(&dir);
-    wait_until("the 40-day-old record is pruned", || {
-        let page = async { host.json("/api/history").await };
-        async move { page.await["records"].as_array().unwrap().len() == 1 }
+    until("the 40-day-old record is pruned", async || {
+        host.json("/api/history").await["records"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 1
     })
     .await;
     let page = host.json("/api/history").await;

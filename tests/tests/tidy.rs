@@ -89,6 +89,28 @@ fn the_browser_crates_never_depend_on_the_host() {
     }
 }
 
+#[test]
+fn the_pending_tables_rules_import_nothing_from_tokio() {
+    // The rules are a state machine driven by inputs on any clock; the
+    // driver in host/src/pending.rs is the only place that touches tokio.
+    for file in [
+        "host/src/pending/table.rs",
+        "host/src/pending/table/tests.rs",
+    ] {
+        let code = code_only(&read(file));
+        let lines: Vec<usize> = code
+            .lines()
+            .enumerate()
+            .filter(|(_, line)| line.contains("tokio"))
+            .map(|(n, _)| n + 1)
+            .collect();
+        assert!(
+            lines.is_empty(),
+            "{file} uses tokio on lines {lines:?}: keep runtime types in the driver (host/src/pending.rs)"
+        );
+    }
+}
+
 /// The quoted value of `key = "..."` in a TOML or Rust source line.
 /// Second versions accepted, each for its reason: ring 0.17 (rustls's
 /// smallest crypto backend, for `--tls-cert`) still uses getrandom 0.2

@@ -162,7 +162,20 @@ pub fn render_result(result: &Result<AnswerBatch, UserInteractionError>) -> Stri
 
 /// The one-line text of a failed call: `Error: <message> (<CODE>)`.
 pub fn render_error(error: &UserInteractionError) -> String {
-    format!("Error: {} ({})", error.message, error.code)
+    error_line(&error.message, &error.code)
+}
+
+/// `Error: <message> (<CODE>)`, the one shape every refusal a client reads
+/// as text takes (core's errors, and a transport's own such as
+/// `TOO_MANY_PENDING`), so [`parse_result`] reads each back. The only place
+/// that writes it.
+///
+/// ```
+/// use ask_user_core::tool::error_line;
+/// assert_eq!(error_line("too many", &"TOO_MANY_TASKS"), "Error: too many (TOO_MANY_TASKS)");
+/// ```
+pub fn error_line(message: &str, code: &dyn std::fmt::Display) -> String {
+    format!("Error: {message} ({code})")
 }
 
 /// Reads a result text back: the batch, or the error with its code.

@@ -105,7 +105,7 @@ pub fn waiting_result(id: &str) -> CallToolResult {
 pub fn error_line(error: &ApiError) -> String {
     match error.as_interaction() {
         Some(error) => render_error(error),
-        None => format!("Error: {} ({})", error.message(), error.code()),
+        None => ask_user_core::tool::error_line(&error.message(), &error.code()),
     }
 }
 
@@ -193,7 +193,8 @@ impl AskUserServer {
             ..AskOptions::default()
         };
         let started = Instant::now();
-        let mut ticks = tokio::time::interval(PROGRESS_INTERVAL);
+        let interval = self.state.config().progress_interval;
+        let mut ticks = tokio::time::interval(interval);
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut sent: u32 = 0;
         let mut out_of_budget = pin!(sleep_for(budget));
@@ -218,7 +219,7 @@ impl AskUserServer {
                 _ = ticks.tick(), if progress.is_some() => {
                     let token = progress.clone().expect("guarded by the branch");
                     sent += 1;
-                    self.notify_progress(context, token, sent, progress_message(questions, started.elapsed())).await;
+                    self.notify_progress(context, token, sent, progress_message(questions, started.elapsed()), interval).await;
                 }
             }
         };
@@ -239,7 +240,7 @@ impl AskUserServer {
                     }
                 };
                 let ended = tokio::time::timeout(HANG_UP_LINGER, explicit_end).await;
-                if ended.is_ok() && self.state.store().abort_detached(session.as_str(), &id) {
+                if ended.is_ok() && self.state.pending().abort_detached(session.as_str(), &id) {
                     tracing::debug!(%session, id, "explicit end after the hang-up; question aborted");
                 }
             }
@@ -253,15 +254,12 @@ impl AskUserServer {
         token: ProgressToken,
         progress: u32,
         message: String,
+        interval: Duration,
     ) {
         let notification =
             ProgressNotificationParam::new(token, f64::from(progress)).with_message(message);
         // Never let a stalled stream hold up the wait for the answer.
-        let sent = tokio::time::timeout(
-            PROGRESS_INTERVAL,
-            context.peer.notify_progress(notification),
-        )
-        .await;
+        let sent = tokio::time::timeout(interval, context.peer.notify_progress(notification)).await;
         if !matches!(sent, Ok(Ok(()))) {
             tracing::debug!("a progress notification could not be sent");
         }
@@ -282,9 +280,12 @@ impl AskUserServer {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if lifecycle.tasks.running_task_count() >= MAX_LIVE_TASKS {
-            let line = format!(
-                "Error: too many MCP tasks: at most {MAX_LIVE_TASKS} may wait for a person at once; \
-                 answer, cancel or wait for some first (TOO_MANY_TASKS)"
+            let line = ask_user_core::tool::error_line(
+                &format!(
+                    "too many MCP tasks: at most {MAX_LIVE_TASKS} may wait for a person at \
+                     once; answer, cancel or wait for some first"
+                ),
+                &"TOO_MANY_TASKS",
             );
             return CallToolResult::error(vec![ContentBlock::text(line)]).into();
         }
