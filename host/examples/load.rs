@@ -405,7 +405,8 @@ async fn round_trips(seconds: Duration, record: Record) -> Measured {
         Record::Sqlite => {
             let _ = std::fs::remove_dir_all(&dir);
             ask_user_host::data_dir::ensure_private_dir(&dir).expect("temp data dir");
-            let store = ask_user_host::store::SqliteStore::open(&dir).expect("the store opens");
+            let store =
+                ask_user_host::server::store::SqliteStore::open(&dir).expect("the store opens");
             AppState::recording(config, Arc::new(store))
         }
     };
@@ -414,7 +415,10 @@ async fn round_trips(seconds: Duration, record: Record) -> Measured {
     let base = format!("http://127.0.0.1:{port}");
     let client = http_client();
     // The journal's size, polled: it should be written over in place, not grow.
-    let wal = dir.join(format!("{}-wal", ask_user_host::store::DATABASE_FILE));
+    let wal = dir.join(format!(
+        "{}-wal",
+        ask_user_host::server::store::DATABASE_FILE
+    ));
     let polling = Arc::new(AtomicBool::new(record == Record::Sqlite));
     let wal_peak = tokio::spawn({
         let polling = polling.clone();

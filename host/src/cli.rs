@@ -1,14 +1,14 @@
 //! The `ask-user` command line.
 
 use crate::data_dir::DataDirArg;
-use crate::pending::{DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES};
-use crate::security::check_token;
-use crate::server::{Limits, connections_for_descriptors};
-use crate::state::{
+use crate::server::accept::{Limits, connections_for_descriptors};
+use crate::server::pending::{DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES};
+use crate::server::security::check_token;
+use crate::server::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
     HostConfig,
 };
-use crate::store::{
+use crate::server::store::{
     DEFAULT_KEEP_DAYS, DEFAULT_MAX_STORE_BYTES, DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
     MIN_STORE_BYTES, StoreLimits,
 };
@@ -186,7 +186,7 @@ impl ServeArgs {
         let remote = self
             .remote
             .as_deref()
-            .map(crate::security::RemoteOrigin::parse)
+            .map(crate::server::security::RemoteOrigin::parse)
             .transpose()
             .map_err(|why| format!("--remote {why}"))?;
         Ok(HostConfig {
@@ -207,15 +207,16 @@ impl ServeArgs {
             detach_grace: Duration::from_secs(self.detach_grace),
             mcp_wait_budget: (self.mcp_wait_budget > 0)
                 .then(|| Duration::from_secs(self.mcp_wait_budget)),
-            progress_interval: self
-                .progress_interval
-                .map_or(crate::mcp::tool::PROGRESS_INTERVAL, Duration::from_millis),
+            progress_interval: self.progress_interval.map_or(
+                crate::server::mcp::tool::PROGRESS_INTERVAL,
+                Duration::from_millis,
+            ),
             keep_days: self.keep_days,
             remote,
             remote_agents: self.remote_agents,
             pairing_life: self
                 .pairing_life_ms
-                .map_or(crate::devices::PAIRING_LIFE, Duration::from_millis),
+                .map_or(crate::server::devices::PAIRING_LIFE, Duration::from_millis),
         })
     }
 
@@ -235,9 +236,9 @@ impl ServeArgs {
     }
 
     /// The TLS configuration of `--tls-cert`/`--tls-key`, when given.
-    pub fn tls(&self) -> Result<Option<crate::server::TlsConfig>, String> {
+    pub fn tls(&self) -> Result<Option<crate::server::accept::TlsConfig>, String> {
         match (&self.tls_cert, &self.tls_key) {
-            (Some(cert), Some(key)) => crate::server::tls_config(cert, key).map(Some),
+            (Some(cert), Some(key)) => crate::server::accept::tls_config(cert, key).map(Some),
             _ => Ok(None),
         }
     }
@@ -257,9 +258,9 @@ impl ServeArgs {
     /// The store: nothing with `--ephemeral`, else the SQLite file in the
     /// data directory (both created private when missing). Fails, naming the
     /// file, on one the host must not touch.
-    pub fn open_record(&self) -> Result<std::sync::Arc<dyn crate::store::Store>, String> {
+    pub fn open_record(&self) -> Result<std::sync::Arc<dyn crate::server::store::Store>, String> {
         if self.ephemeral {
-            return Ok(std::sync::Arc::new(crate::store::EphemeralStore));
+            return Ok(std::sync::Arc::new(crate::server::store::EphemeralStore));
         }
         let dir = self.data_dir.resolve()?;
         crate::data_dir::ensure_private_dir(&dir)
@@ -270,7 +271,7 @@ impl ServeArgs {
             max_restored_questions: self.max_pending,
             max_restored_bytes: self.max_pending_bytes,
         };
-        let store = crate::store::SqliteStore::open_with(&dir, limits)?;
+        let store = crate::server::store::SqliteStore::open_with(&dir, limits)?;
         tracing::info!(path = %crate::logged::logged(store.path().display()), "store");
         Ok(std::sync::Arc::new(store))
     }

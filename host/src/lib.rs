@@ -13,7 +13,7 @@
 //! ```no_run
 //! # async fn run() -> std::io::Result<()> {
 //! use ask_user_host::{AppState, HostConfig, random_token, serve};
-//! let listener = ask_user_host::server::bind("127.0.0.1:0".parse().unwrap())?;
+//! let listener = ask_user_host::server::accept::bind("127.0.0.1:0".parse().unwrap())?;
 //! let port = listener.local_addr()?.port();
 //! let state = AppState::new(HostConfig::new(random_token(), port));
 //! let shutdown = state.shutdown_handle();
@@ -22,142 +22,17 @@
 //! # }
 //! ```
 
-pub mod api;
 pub mod cli;
 pub mod client;
 pub mod data_dir;
-pub mod demo;
-pub mod devices;
-pub mod devices_page;
-pub mod error;
-pub mod events;
-pub mod extract;
 pub mod host_lock;
-pub mod inbox;
 pub mod logged;
-pub mod mcp;
-pub mod pages;
-pub mod pending;
-pub mod provider;
 pub mod qr;
-pub mod security;
 pub mod server;
-pub mod state;
-pub mod store;
 pub mod token_file;
-pub mod transcript;
 
-pub use error::ApiError;
-pub use pending::{PendingTable, Resolution, SharedEvent, Subscription};
-pub use provider::WebProvider;
-pub use state::{AppState, AskOptions, HostConfig, ShutdownHandle, random_token};
-
-use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::http::HeaderValue;
-use axum::http::header::{REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS};
-use axum::middleware::from_fn_with_state;
-use axum::routing::{any, get};
-use std::time::Duration;
-use tokio::net::TcpListener;
-use tower_http::set_header::SetResponseHeaderLayer;
-
-/// How long shutdown waits for connections still serving a request (the
-/// resolved asks' responses) after every pending ask was resolved.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The application's router: the `/api` routes (behind the token, except
-/// health), the page, and the security layers around all of it.
-pub fn app(state: AppState) -> Router {
-    let api = api::router()
-        .merge(events::router())
-        .merge(inbox::router())
-        .merge(devices::router())
-        .method_not_allowed_fallback(api::method_not_allowed)
-        .route_layer(from_fn_with_state(state.clone(), security::require_token))
-        .merge(devices::public_router())
-        .route("/api/health", get(api::health))
-        .route("/api", any(api::not_found))
-        .route("/api/{*rest}", any(api::not_found));
-    let page = pages::router(state.config().dist.as_deref())
-        .layer(from_fn_with_state(state.clone(), security::token_landing));
-    Router::new()
-        .merge(api)
-        .merge(mcp::router(&state))
-        .merge(devices_page::router())
-        .merge(page)
-        .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
-        .layer(from_fn_with_state(
-            state.clone(),
-            security::check_host_and_origin,
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            REFERRER_POLICY,
-            HeaderValue::from_static("no-referrer"),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .with_state(state)
-}
-
-/// Serves [`app`] on `listener` with the default [`server::Limits`] until
-/// [`ShutdownHandle::shutdown`] is called; see [`serve_with`].
-pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
-    serve_with(listener, state, server::Limits::default()).await
-}
-
-/// Starts the host's background tasks ([`AppState::spawn_background_tasks`]:
-/// the detach grace's timer, closing MCP sessions at shutdown), then serves
-/// [`app`] on `listener` through the host's accept loop ([`server`]:
-/// timeouts, the connection cap) until [`ShutdownHandle::shutdown`] is called.
-/// Then connections that are not serving a request close at once, and the
-/// others (the resolved asks' responses) get at most `limits.drain_timeout`
-/// ([`DRAIN_TIMEOUT`] by default). Event streams end on shutdown by
-/// themselves, so they never hold it up.
-pub async fn serve_with(
-    listener: TcpListener,
-    state: AppState,
-    limits: server::Limits,
-) -> std::io::Result<()> {
-    serve_tls(listener, state, limits, None).await
-}
-
-/// [`serve_with`], speaking TLS with `tls` when given (`--tls-cert`; see
-/// [`server::tls_config`]).
-pub async fn serve_tls(
-    listener: TcpListener,
-    state: AppState,
-    limits: server::Limits,
-    tls: Option<server::TlsConfig>,
-) -> std::io::Result<()> {
-    state.spawn_background_tasks();
-    if state.config().demo {
-        demo::spawn(state.clone());
-    }
-    server::run_tls(listener, state.clone(), app(state.clone()), limits, tls).await?;
-    // What shutdown resolved (every waiting ask `disposed`) is kept before exit.
-    if let Err(error) = state.record().flush().kept().await {
-        tracing::error!(error = %logged::logged(&error), "the store could not keep the last writes");
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A plain test has no tokio runtime: anything `app` spawned (a timer, a
-    /// shutdown task) would panic here. Lifecycle belongs to [`serve_with`].
-    #[test]
-    fn building_the_router_starts_nothing() {
-        let mut config = HostConfig::new(random_token(), 7411);
-        config.demo = true;
-        let state = AppState::new(config);
-        let router = app(state.clone());
-        drop(router);
-        assert!(!state.is_shutting_down());
-        assert_eq!(state.pending().pending_count(), 0);
-    }
-}
+pub use server::error::ApiError;
+pub use server::pending::{PendingTable, Resolution, SharedEvent, Subscription};
+pub use server::provider::WebProvider;
+pub use server::state::{AppState, AskOptions, HostConfig, ShutdownHandle, random_token};
+pub use server::{DRAIN_TIMEOUT, app, serve, serve_tls, serve_with};

@@ -78,9 +78,9 @@ async fn main() -> ExitCode {
 async fn run_serve(args: ServeArgs) -> Result<(), String> {
     // Every connection holds a descriptor: take all the system allows, then
     // size the connection cap below it (the accept loop never runs out).
-    let descriptors = server::raise_descriptor_limit().unwrap_or_else(|error| {
+    let descriptors = server::accept::raise_descriptor_limit().unwrap_or_else(|error| {
         tracing::warn!(error = %ask_user_host::logged::logged(&error), "could not raise the descriptor limit");
-        server::descriptor_limit()
+        server::accept::descriptor_limit()
     });
     let limits = args.limits(descriptors);
     tracing::debug!(
@@ -95,16 +95,16 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
     // one serves, not that the port is taken.
     let mut host_lock = args.lock_data_dir()?;
     let listener =
-        server::bind(args.addr).map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
+        server::accept::bind(args.addr).map_err(|e| format!("cannot bind {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let config = args.config(addr.port())?;
     match &config.dist {
         Some(dist) => {
-            ask_user_host::pages::PageFiles::dir(dist)
+            ask_user_host::server::pages::PageFiles::dir(dist)
                 .map_err(|e| format!("--dist {}: {e}", dist.display()))?;
         }
-        None if !ask_user_host::pages::embedded() => {
-            eprintln!("ask-user: {}", ask_user_host::pages::NO_PAGE_NOTICE);
+        None if !ask_user_host::server::pages::embedded() => {
+            eprintln!("ask-user: {}", ask_user_host::server::pages::NO_PAGE_NOTICE);
         }
         None => {}
     }
@@ -215,7 +215,7 @@ mod tests {
     fn rust_log_directives_by_target_are_honoured() {
         let (filter, problem) = log_filter(Some("warn,ask_user_host=debug"));
         assert!(problem.is_none());
-        assert!(filter.would_enable("ask_user_host::store", &Level::DEBUG));
+        assert!(filter.would_enable("ask_user_host::server::store", &Level::DEBUG));
         assert!(!filter.would_enable("hyper::proto", &Level::INFO));
     }
 

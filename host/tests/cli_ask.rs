@@ -45,7 +45,7 @@ async fn start(configure: impl FnOnce(&mut HostConfig)) -> Host {
 
 impl Host {
     /// Waits for the next question in `session` (subscribed before the ask starts).
-    async fn next_question(events: &mut ask_user_host::pending::EventReceiver) -> String {
+    async fn next_question(events: &mut ask_user_host::server::pending::EventReceiver) -> String {
         loop {
             let event = within("question/requested", events.recv()).await.unwrap();
             if let SessionEvent::QuestionRequested(q) = &*event {
@@ -359,7 +359,7 @@ async fn other_failures_exit_1_with_an_error_line() {
 }
 
 /// The next event of `events` that is not a transcript message.
-async fn next_event(events: &mut ask_user_host::pending::EventReceiver) -> SessionEvent {
+async fn next_event(events: &mut ask_user_host::server::pending::EventReceiver) -> SessionEvent {
     loop {
         let event = within("the next event", events.recv()).await.unwrap();
         if !matches!(&*event, SessionEvent::MessageCreated(_)) {

@@ -86,7 +86,7 @@ async fn serve_from_an_empty_folder_serves_the_built_in_page_or_says_once_how_to
         .unwrap();
 
     let notice = "built without its page";
-    if ask_user_host::pages::embedded() {
+    if ask_user_host::server::pages::embedded() {
         assert!(
             body.contains("<script type=\"module\">"),
             "the page: {body}"

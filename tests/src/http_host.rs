@@ -31,7 +31,7 @@ impl TestHost {
     pub async fn start_with(configure: impl FnOnce(&mut HostConfig)) -> Self {
         Self::start_recording(
             configure,
-            std::sync::Arc::new(ask_user_host::store::EphemeralStore),
+            std::sync::Arc::new(ask_user_host::server::store::EphemeralStore),
         )
         .await
     }
@@ -39,7 +39,7 @@ impl TestHost {
     /// [`TestHost::start_with`], keeping its record in `record`.
     pub async fn start_recording(
         configure: impl FnOnce(&mut HostConfig),
-        record: std::sync::Arc<dyn ask_user_host::store::Store>,
+        record: std::sync::Arc<dyn ask_user_host::server::store::Store>,
     ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await

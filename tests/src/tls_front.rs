@@ -53,7 +53,7 @@ impl TestCert {
             .encode(Sha256::digest(leaf_key.subject_public_key_info()));
         let cert_pem = leaf.pem();
         let key_pem = leaf_key.serialize_pem();
-        #[allow(deprecated)] // ring, as the host uses (see host/src/server.rs)
+        #[allow(deprecated)] // ring, as the host uses (see host/src/server/accept.rs)
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut server = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -80,7 +80,7 @@ impl TestCert {
         roots
             .add(self.ca_der.clone().into())
             .expect("the CA is a valid trust anchor");
-        #[allow(deprecated)] // ring, as the host uses (see host/src/server.rs)
+        #[allow(deprecated)] // ring, as the host uses (see host/src/server/accept.rs)
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         Arc::new(
             rustls::ClientConfig::builder_with_provider(provider)

@@ -3,7 +3,7 @@
 //! without the token makes room while connections with it (or with a paired
 //! device's cookie) stay.
 
-use ask_user_host::server::Limits;
+use ask_user_host::server::accept::Limits;
 use ask_user_host::{AppState, HostConfig, random_token, serve_with};
 use ask_user_tests::wait::within;
 use std::time::Duration;
@@ -242,7 +242,7 @@ async fn at_the_cap_a_paired_devices_connection_through_the_front_stays_like_the
     let token = random_token();
     let mut config = HostConfig::new(token.clone(), port);
     config.remote =
-        Some(ask_user_host::security::RemoteOrigin::parse("https://phone.test").unwrap());
+        Some(ask_user_host::server::security::RemoteOrigin::parse("https://phone.test").unwrap());
     let state = AppState::new(config);
     tokio::spawn(serve_with(
         listener,

@@ -5,7 +5,7 @@
 use ask_user_core::wire::{
     AskerKind, MessageCreated, Outcome, QuestionRequested, Role, SessionEvent,
 };
-use ask_user_host::demo::{CANCELLED_REPLY, REPLY, SUMMARY_HEADING, questions};
+use ask_user_host::server::demo::{CANCELLED_REPLY, REPLY, SUMMARY_HEADING, questions};
 use ask_user_tests::http_host::{EventStream, TestHost};
 use reqwest::StatusCode;
 use serde_json::json;

@@ -9,7 +9,7 @@
 
 use ask_user_core::AnswerBatch;
 use ask_user_core::tool::TOOL_NAME;
-use ask_user_host::demo;
+use ask_user_host::server::demo;
 use ask_user_tests::e2e::{E2e, Message, Role, WAIT};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResponse};

@@ -8,7 +8,7 @@ use ask_user_core::wire::{
     TranscriptEntry,
 };
 use ask_user_host::client::ask::{AskArgs, AskOutcome};
-use ask_user_host::inbox::MAX_INBOX_STREAMS;
+use ask_user_host::server::inbox::MAX_INBOX_STREAMS;
 use ask_user_tests::http_host::{EventStream, TestHost, assert_error, send};
 use ask_user_tests::mcp::RawSession;
 use ask_user_tests::wait::within;

@@ -4,7 +4,7 @@
 //! refusal: a reused, unknown or unapproved code, a denied pairing, a device
 //! that tries to pair or revoke.
 
-use ask_user_host::security::RemoteOrigin;
+use ask_user_host::server::security::RemoteOrigin;
 use ask_user_tests::http_host::TestHost;
 use ask_user_tests::tls_front::{
     PHONE_HOST, Reply, TestCert, TlsFront, https, https_open, request,
@@ -34,7 +34,7 @@ impl Drop for Setup {
 
 impl Setup {
     async fn start() -> Self {
-        Self::start_in(None, ask_user_host::devices::PAIRING_LIFE).await
+        Self::start_in(None, ask_user_host::server::devices::PAIRING_LIFE).await
     }
 
     /// With a SQLite store in a data directory of the test's own.
@@ -47,19 +47,19 @@ impl Setup {
                 .unwrap()
                 .as_nanos()
         ));
-        Self::start_in(Some(dir), ask_user_host::devices::PAIRING_LIFE).await
+        Self::start_in(Some(dir), ask_user_host::server::devices::PAIRING_LIFE).await
     }
 
     async fn start_in(data_dir: Option<std::path::PathBuf>, pairing_life: Duration) -> Self {
         let cert = TestCert::new();
         let mut front = TlsFront::bind(&cert).await;
         let origin = front.origin();
-        let record: std::sync::Arc<dyn ask_user_host::store::Store> = match &data_dir {
+        let record: std::sync::Arc<dyn ask_user_host::server::store::Store> = match &data_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir).unwrap();
-                std::sync::Arc::new(ask_user_host::store::SqliteStore::open(dir).unwrap())
+                std::sync::Arc::new(ask_user_host::server::store::SqliteStore::open(dir).unwrap())
             }
-            None => std::sync::Arc::new(ask_user_host::store::EphemeralStore),
+            None => std::sync::Arc::new(ask_user_host::server::store::EphemeralStore),
         };
         let host = TestHost::start_recording(
             |config| {
@@ -723,8 +723,8 @@ async fn a_devices_answers_and_messages_name_it_and_its_last_answer_is_listed_an
     let dir = setup.data_dir.clone().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let store = ask_user_host::store::SqliteStore::open(&dir).unwrap();
-        let restored = ask_user_host::store::Store::restored(&store);
+        let store = ask_user_host::server::store::SqliteStore::open(&dir).unwrap();
+        let restored = ask_user_host::server::store::Store::restored(&store);
         let kept = restored.devices[0].last_answer_ms;
         let bys: Vec<Value> = restored
             .transcripts

@@ -4,7 +4,7 @@
 //! without `--remote-agents`, a foreign Host or Origin, a client on another
 //! machine naming loopback, and a non-loopback bind without TLS.
 
-use ask_user_host::security::RemoteOrigin;
+use ask_user_host::server::security::RemoteOrigin;
 use ask_user_tests::host_process::{HostProcess, host_binary};
 use ask_user_tests::http_host::TestHost;
 use ask_user_tests::tls_front::{PHONE_HOST, TestCert, TlsFront, https, request};
@@ -54,7 +54,7 @@ async fn the_master_token_is_refused_on_the_remote_origin_in_every_form() {
     let bearer = format!("Bearer {}", host.token());
     let cookie = format!(
         "{}={}",
-        ask_user_host::security::cookie_name(host.state.config().port),
+        ask_user_host::server::security::cookie_name(host.state.config().port),
         host.state.guard().cookie_value()
     );
     let events = format!("/api/sessions/s1/events?token={}", host.token());
@@ -236,7 +236,7 @@ async fn wrong_credentials_through_the_front_are_throttled_by_the_forwarded_addr
         Some(&StatusCode::TOO_MANY_REQUESTS),
         "{statuses:?}"
     );
-    assert!(statuses.len() > ask_user_host::security::FAILURE_BURST as usize);
+    assert!(statuses.len() > ask_user_host::server::security::FAILURE_BURST as usize);
     // The front's client is throttled, not loopback: a local client with a
     // wrong token still gets its own budget's 401.
     let (status, _) = ask_user_tests::http_host::send(

@@ -261,7 +261,7 @@ fn peak_rss_kib(pid: u32) -> u64 {
 /// Writes `records` resolved questions of about 232 KB to each of `sessions`
 /// in the store of `dir` (as a flood would have left them).
 async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
-    use ask_user_host::store::{SqliteStore, Store, StoreLimits, Write};
+    use ask_user_host::server::store::{SqliteStore, Store, StoreLimits, Write};
     std::fs::create_dir_all(dir.data()).unwrap();
     // As fast as it can: no session's allowance refuses a row.
     let limits = StoreLimits {
@@ -269,7 +269,7 @@ async fn craft_store(dir: &TempDir, sessions: &[&str], records: usize) {
         ..StoreLimits::default()
     };
     let store = SqliteStore::open_with(&dir.data(), limits).unwrap();
-    let now = ask_user_host::store::now_ms();
+    let now = ask_user_host::server::store::now_ms();
     for session in sessions {
         for n in 0..records {
             let id = format!("q_{session}_{n}");
@@ -351,19 +351,20 @@ fn small_request(n: usize) -> Value {
 /// The JSON of a kept question as the host writes it.
 fn question_json(id: &str, session: &str, request: &Value) -> String {
     json!({"id": id, "session": session, "request": request,
-        "created_at_ms": ask_user_host::store::now_ms()})
+        "created_at_ms": ask_user_host::server::store::now_ms()})
     .to_string()
 }
 
 /// The store's file in `dir`, opened as another program would.
 fn database(dir: &TempDir) -> rusqlite::Connection {
-    rusqlite::Connection::open(dir.data().join(ask_user_host::store::DATABASE_FILE)).unwrap()
+    rusqlite::Connection::open(dir.data().join(ask_user_host::server::store::DATABASE_FILE))
+        .unwrap()
 }
 
 /// Creates the store of `dir` (empty, as a host leaves it).
 fn create_store(dir: &TempDir) {
     std::fs::create_dir_all(dir.data()).unwrap();
-    drop(ask_user_host::store::SqliteStore::open(&dir.data()).unwrap());
+    drop(ask_user_host::server::store::SqliteStore::open(&dir.data()).unwrap());
 }
 
 /// Puts a question in the store's file as it is, bypassing every check:
@@ -374,7 +375,7 @@ fn craft_row(
     question: &str,
     resolved: Option<(&str, Option<&Value>, i64)>,
 ) {
-    let now = ask_user_host::store::now_ms() as i64;
+    let now = ask_user_host::server::store::now_ms() as i64;
     let (outcome, answer, delivery) = match resolved {
         Some((outcome, answer, delivery)) => {
             (Some(outcome), answer.map(Value::to_string), delivery)
@@ -605,7 +606,7 @@ async fn history_pages_hold_at_most_limit_records_and_page_through_one_milliseco
     let conn = database(&dir);
     // 25 records resolved in one millisecond, one just before, one just after.
     // An hour ago: within --keep-days.
-    let at = ask_user_host::store::now_ms() as i64 - 3_600_000;
+    let at = ask_user_host::server::store::now_ms() as i64 - 3_600_000;
     for n in 0..27 {
         let id = format!("q_{n:02}");
         let question = question_json(&id, "ms", &small_request(n));

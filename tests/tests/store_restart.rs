@@ -699,11 +699,11 @@ async fn sigterm_resolves_a_waiting_ask_aborted_and_the_record_says_disposed() {
 
 #[tokio::test]
 async fn records_older_than_keep_days_are_pruned_when_the_host_starts() {
-    use ask_user_host::store::{SqliteStore, Store, Write};
+    use ask_user_host::server::store::{SqliteStore, Store, Write};
     let dir = TempDir::new("store-prune");
     std::fs::create_dir_all(dir.data()).unwrap();
     let day_ms = 24 * 60 * 60 * 1000;
-    let now = ask_user_host::store::now_ms();
+    let now = ask_user_host::server::store::now_ms();
     {
         let store = SqliteStore::open(&dir.data()).unwrap();
         for (id, days_ago) in [("q_old", 40), ("q_recent", 2)] {

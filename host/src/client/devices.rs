@@ -4,8 +4,8 @@
 //! the token kept in the data directory, as `ask-user ask` does.
 
 use super::{DEFAULT_URL, HostUrl};
-use crate::devices::{DeviceList, OpenedPairing, PairingStatus, PairingView};
 use crate::qr::terminal_qr;
+use crate::server::devices::{DeviceList, OpenedPairing, PairingStatus, PairingView};
 use clap::Args;
 use reqwest::{Method, StatusCode};
 use std::io::{BufRead, Write};

@@ -3,8 +3,8 @@
 //! JSON or as a readable Markdown decision log; `--clear` deletes it.
 
 use crate::data_dir::DataDirArg;
-use crate::store::sqlite::{self, DATABASE_FILE};
-use crate::store::{HistoryQuery, HistoryRecord};
+use crate::server::store::sqlite::{self, DATABASE_FILE};
+use crate::server::store::{HistoryQuery, HistoryRecord};
 use ask_user_core::SessionId;
 use ask_user_core::display::{escape_json_for_terminal, neutralise_for_terminal};
 use ask_user_core::wire::Outcome;

@@ -17,7 +17,7 @@ pub mod negotiate;
 
 pub use files::{Asset, Caching, PageFiles};
 
-use crate::state::AppState;
+use crate::server::state::AppState;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;

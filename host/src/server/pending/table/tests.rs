@@ -5,7 +5,7 @@
 //! after a restart; the caps in count and in bytes.
 
 use super::*;
-use crate::pending::request_json;
+use crate::server::pending::request_json;
 use ask_user_core::ErrorCode;
 use proptest::prelude::*;
 use proptest::sample::Index;

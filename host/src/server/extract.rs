@@ -1,6 +1,6 @@
 //! Extractors whose refusals are the host's JSON errors.
 
-use crate::error::ApiError;
+use crate::server::error::ApiError;
 use ask_user_core::limits::MAX_ID_CHARS;
 use ask_user_core::{SessionId, UserInteractionError};
 use axum::body::Bytes;

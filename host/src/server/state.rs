@@ -2,14 +2,14 @@
 //! table, core's interaction service with the web provider, the capacity
 //! limit and the shutdown signal.
 
-use crate::error::ApiError;
-use crate::mcp::McpLifecycle;
-use crate::pending::{
+use crate::server::error::ApiError;
+use crate::server::mcp::McpLifecycle;
+use crate::server::pending::{
     DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, PendingConfig, PendingTable, Subscription,
     spawn_grace_timer,
 };
-use crate::provider::{WebProvider, no_room};
-use crate::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
+use crate::server::provider::{WebProvider, no_room};
+use crate::server::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
 use ask_user_core::wire::{AnsweredBy, AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
@@ -72,7 +72,7 @@ pub struct HostConfig {
     /// as the person needs. Unused when `detach_grace` is zero.
     pub mcp_wait_budget: Option<Duration>,
     /// How often an MCP call with a progress token hears that the person is
-    /// still answering ([`crate::mcp::tool::PROGRESS_INTERVAL`]; the hidden
+    /// still answering ([`crate::server::mcp::tool::PROGRESS_INTERVAL`]; the hidden
     /// `--progress-interval` shortens it for tests only).
     pub progress_interval: Duration,
     /// Resolved questions and messages older than this many days are pruned
@@ -80,11 +80,11 @@ pub struct HostConfig {
     pub keep_days: u32,
     /// The origin a paired device reaches the person's side through
     /// (`--remote https://NAME[:PORT]`), besides loopback.
-    pub remote: Option<crate::security::RemoteOrigin>,
+    pub remote: Option<crate::server::security::RemoteOrigin>,
     /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
     /// remote origin, with the master token (`--remote-agents`).
     pub remote_agents: bool,
-    /// How long a pairing code may be used ([`crate::devices::PAIRING_LIFE`];
+    /// How long a pairing code may be used ([`crate::server::devices::PAIRING_LIFE`];
     /// shorter only in tests, through the hidden `--pairing-life-ms`).
     pub pairing_life: Duration,
 }
@@ -105,11 +105,11 @@ impl HostConfig {
             demo: false,
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
-            progress_interval: crate::mcp::tool::PROGRESS_INTERVAL,
-            keep_days: crate::store::DEFAULT_KEEP_DAYS,
+            progress_interval: crate::server::mcp::tool::PROGRESS_INTERVAL,
+            keep_days: crate::server::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,
-            pairing_life: crate::devices::PAIRING_LIFE,
+            pairing_life: crate::server::devices::PAIRING_LIFE,
         }
     }
 }
@@ -139,7 +139,7 @@ struct Inner {
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
     shutdown: CancellationToken,
-    guard: crate::security::Guard,
+    guard: crate::server::security::Guard,
     mcp: McpLifecycle,
     streams: Arc<tokio::sync::Semaphore>,
     inbox_streams: Arc<tokio::sync::Semaphore>,
@@ -148,7 +148,7 @@ struct Inner {
     /// This run's id, for `POST /api/page-opener`.
     run: String,
     /// Paired devices and open pairings.
-    devices: crate::devices::Devices,
+    devices: crate::server::devices::Devices,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -224,10 +224,11 @@ impl AppState {
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
-        let devices = crate::devices::Devices::new(record.restored().devices, config.pairing_life);
+        let devices =
+            crate::server::devices::Devices::new(record.restored().devices, config.pairing_life);
         Self {
             inner: Arc::new(Inner {
-                guard: crate::security::Guard::new(&config.token),
+                guard: crate::server::security::Guard::new(&config.token),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
                 pending,
@@ -237,7 +238,7 @@ impl AppState {
                 shutdown: CancellationToken::new(),
                 mcp: McpLifecycle::default(),
                 inbox_streams: Arc::new(tokio::sync::Semaphore::new(
-                    crate::inbox::MAX_INBOX_STREAMS,
+                    crate::server::inbox::MAX_INBOX_STREAMS,
                 )),
                 pages: Default::default(),
                 run: random_token(),
@@ -273,16 +274,16 @@ impl AppState {
     }
 
     /// This run's cookie and the throttle of wrong tokens.
-    pub fn guard(&self) -> &crate::security::Guard {
+    pub fn guard(&self) -> &crate::server::security::Guard {
         &self.inner.guard
     }
 
     /// Paired devices and open pairings.
-    pub fn devices(&self) -> &crate::devices::Devices {
+    pub fn devices(&self) -> &crate::server::devices::Devices {
         &self.inner.devices
     }
 
-    /// The open inbox streams' permits (see [`crate::inbox::MAX_INBOX_STREAMS`]).
+    /// The open inbox streams' permits (see [`crate::server::inbox::MAX_INBOX_STREAMS`]).
     pub fn inbox_streams(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.inbox_streams
     }
@@ -399,7 +400,7 @@ impl AppState {
     /// (or collects its held resolution); past `--max-pending` it is refused
     /// with `TOO_MANY_PENDING`. Firing `options.abort` resolves the question
     /// `aborted`; dropping the future without that detaches it (see
-    /// [`crate::provider`]).
+    /// [`crate::server::provider`]).
     pub async fn ask(
         &self,
         session: &SessionId,
@@ -473,7 +474,7 @@ impl AppState {
     ) -> Result<MessageCreated, ApiError> {
         let at_ms = now_ms();
         let message = MessageCreated {
-            id: crate::pending::random_id("m_"),
+            id: crate::server::pending::random_id("m_"),
             role,
             text: text.into(),
             at_ms,
@@ -523,12 +524,12 @@ impl AppState {
     /// the router starts nothing.
     pub fn spawn_background_tasks(&self) {
         spawn_grace_timer(self.inner.pending.clone(), self.shutdown_token());
-        crate::store::spawn_pruning(
+        crate::server::store::spawn_pruning(
             self.inner.record.clone(),
             self.inner.config.keep_days,
             self.shutdown_token(),
         );
-        crate::mcp::lifecycle::spawn(self);
+        crate::server::mcp::lifecycle::spawn(self);
     }
 }
 

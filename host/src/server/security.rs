@@ -10,9 +10,9 @@
 //! TLS front) may say who the client is with `X-Forwarded-For`; nobody else
 //! may.
 
-use crate::devices::Credential;
-use crate::error::ApiError;
-use crate::state::AppState;
+use crate::server::devices::Credential;
+use crate::server::error::ApiError;
+use crate::server::state::AppState;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
@@ -277,7 +277,8 @@ pub async fn check_host_and_origin(
 /// Whether `path` is one of the agents' endpoints (`…/ask`, `/mcp`): on the
 /// `--remote` origin only with `--remote-agents`.
 pub fn is_agent_endpoint(path: &str) -> bool {
-    path == crate::mcp::MCP_PATH || (path.starts_with("/api/sessions/") && path.ends_with("/ask"))
+    path == crate::server::mcp::MCP_PATH
+        || (path.starts_with("/api/sessions/") && path.ends_with("/ask"))
 }
 
 /// The reach [`check_host_and_origin`] recorded (local when it did not run:
@@ -370,7 +371,7 @@ pub fn presents_credentials(
     headers: &HeaderMap,
 ) -> bool {
     presented(state, method, uri, headers) == Presented::Valid
-        || crate::devices::presented_credential(headers)
+        || crate::server::devices::presented_credential(headers)
             .is_some_and(|credential| state.devices().authenticate(&credential).is_some())
 }
 
@@ -462,7 +463,7 @@ pub async fn require_token(
             .into_response();
         }
         if !agents {
-            let device = crate::devices::presented_credential(request.headers())
+            let device = crate::server::devices::presented_credential(request.headers())
                 .map(|credential| state.devices().authenticate(&credential));
             let checked = authenticate(&state, peer, || match &device {
                 Some(Some(_)) => Presented::Valid,
@@ -482,7 +483,7 @@ pub async fn require_token(
             let Some(Some(device)) = device else {
                 return ApiError::Unauthorized.into_response();
             };
-            crate::devices::note_seen(&state, &device);
+            crate::server::devices::note_seen(&state, &device);
             request
                 .extensions_mut()
                 .insert(Credential::Device(device.clone()));
@@ -509,14 +510,14 @@ pub async fn require_token(
 fn device_response(
     response: Response,
     state: AppState,
-    device: Arc<crate::devices::Device>,
+    device: Arc<crate::server::devices::Device>,
 ) -> Response {
     use futures_util::StreamExt;
     let revoked = device.revoked.clone();
     response.map(|body| {
         axum::body::Body::from_stream(
             body.into_data_stream()
-                .inspect(move |_| crate::devices::note_seen(&state, &device))
+                .inspect(move |_| crate::server::devices::note_seen(&state, &device))
                 .take_until(revoked.cancelled_owned()),
         )
     })

@@ -6,8 +6,8 @@
 //! ([`AppState::ask`]), then posts a summary of the answers, or says that the
 //! person cancelled. No network, no model.
 
-use crate::pending::{EventReceiver, RecvError};
-use crate::state::{AppState, AskOptions};
+use crate::server::pending::{EventReceiver, RecvError};
+use crate::server::state::{AppState, AskOptions};
 use ask_user_core::wire::{AskedBy, AskerKind};
 use ask_user_core::wire::{MessageCreated, Role, SessionEvent};
 use ask_user_core::{AnswerBatch, AskRequest, ErrorCode, Question, QuestionOption, SessionId};

@@ -1,7 +1,7 @@
 //! The host's one error type and its JSON response.
 
-use crate::pending::PendingLimit;
-use crate::store::StoreError;
+use crate::server::pending::PendingLimit;
+use crate::server::store::StoreError;
 use ask_user_core::wire::{ErrorBody, WireError};
 use ask_user_core::{ErrorCode, UserInteractionError};
 use axum::Json;
@@ -65,7 +65,7 @@ pub enum ApiError {
     /// `STORE_UNAVAILABLE` (503) when the store cannot write, `STORE_FULL`
     /// (507) at `--max-store-bytes` with nothing left to prune,
     /// `TOO_MANY_WRITES` (429) past the session's `--max-session-write-bytes`.
-    Store(crate::store::StoreError),
+    Store(crate::server::store::StoreError),
 }
 
 impl ApiError {

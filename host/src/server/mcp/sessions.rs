@@ -11,9 +11,9 @@
 //! the host's own 429 `TOO_MANY_SESSIONS` rather than the 500 rmcp makes of any
 //! session-manager error.
 
-use crate::error::ApiError;
-use crate::extract::BODY_LIMIT;
 use crate::logged::logged_at_most;
+use crate::server::error::ApiError;
+use crate::server::extract::BODY_LIMIT;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;

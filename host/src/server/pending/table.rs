@@ -11,8 +11,8 @@
 //! table's order. This file imports nothing from tokio (a tidy test holds it).
 
 use super::SharedEvent;
-use crate::store::{Restored, Write};
-use crate::transcript::{LogLimits, SessionLogs};
+use crate::server::store::{Restored, Write};
+use crate::server::transcript::{LogLimits, SessionLogs};
 use ask_user_core::limits::{LISTED_SESSION_IDLE_MS, MAX_LISTED_SESSIONS, MAX_PENDING_PER_SESSION};
 use ask_user_core::wire::{
     AnsweredBy, MessageCreated, Outcome, QuestionRef, QuestionRequested, QuestionResolved,

@@ -5,10 +5,10 @@
 //! broadcast is re-synced the same way, never left silently behind. Shutdown
 //! ends the stream after the events already sent to it (e.g. `disposed`).
 
-use crate::error::ApiError;
-use crate::extract::Session;
-use crate::pending::{EventReceiver, PendingTable, RecvError, SharedEvent, TryRecvError};
-use crate::state::AppState;
+use crate::server::error::ApiError;
+use crate::server::extract::Session;
+use crate::server::pending::{EventReceiver, PendingTable, RecvError, SharedEvent, TryRecvError};
+use crate::server::state::AppState;
 use axum::Router;
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -131,7 +131,7 @@ pub fn session_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::PendingTable;
+    use crate::server::pending::PendingTable;
     use ask_user_core::AskRequest;
     use ask_user_core::wire::{SessionEvent, SessionSynced};
     use futures_util::StreamExt;

@@ -6,7 +6,7 @@
 //! [`crate::serve`], which owns the host's lifecycle.
 
 use super::sessions::SessionEnds;
-use crate::state::AppState;
+use crate::server::state::AppState;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;

@@ -26,8 +26,8 @@
 //! from one that exited, and an answer written to a client that exited would
 //! be lost.
 
-use crate::security;
-use crate::state::AppState;
+use crate::server::security;
+use crate::server::state::AppState;
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::ConnectInfo;

@@ -2,7 +2,7 @@
 //! it ended, the normalised answer and when, which resolutions are still held
 //! for an asker that went away, and the transcript's messages.
 //!
-//! The pending table ([`crate::pending`]) stays the live state (waiting calls,
+//! The pending table ([`crate::server::pending`]) stays the live state (waiting calls,
 //! broadcasts); this store is what survives a restart. The host talks to it
 //! through one trait, [`Store`]: [`SqliteStore`] (the default: one SQLite file
 //! in the data directory, WAL) and [`EphemeralStore`] (`--ephemeral`: nothing
@@ -72,8 +72,8 @@ impl Default for StoreLimits {
         Self {
             max_bytes: DEFAULT_MAX_STORE_BYTES,
             session_bytes_per_minute: DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
-            max_restored_questions: crate::state::DEFAULT_MAX_PENDING,
-            max_restored_bytes: crate::pending::DEFAULT_MAX_PENDING_BYTES,
+            max_restored_questions: crate::server::state::DEFAULT_MAX_PENDING,
+            max_restored_bytes: crate::server::pending::DEFAULT_MAX_PENDING_BYTES,
         }
     }
 }
@@ -128,7 +128,7 @@ impl Asked {
             id: question.id.clone(),
             session: question.session.clone(),
             created_at_ms: question.created_at_ms,
-            json: crate::pending::question_json(question, request_json),
+            json: crate::server::pending::question_json(question, request_json),
         }
     }
 }
@@ -222,7 +222,7 @@ pub enum Write {
         at_ms: u64,
     },
     /// A device made a request (written at most once a
-    /// [`crate::devices::SEEN_WRITE_EVERY`] per device, not per request).
+    /// [`crate::server::devices::SEEN_WRITE_EVERY`] per device, not per request).
     DeviceSeen {
         /// The device's id.
         id: String,

@@ -13,12 +13,12 @@
 //!   grace, for an identical ask to attach to again. A resolution that reached
 //!   the ask but was never read is held for that ask too, never lost.
 
-use crate::error::ApiError;
-use crate::pending::{
+use crate::server::error::ApiError;
+use crate::server::pending::{
     Attachment, Found, LetGo, PendingLimit, PendingTable, RegisterError, Registered, Resolution,
     question_id,
 };
-use crate::store::{Asked, EphemeralStore, Store, Write, now_ms, unavailable};
+use crate::server::store::{Asked, EphemeralStore, Store, Write, now_ms, unavailable};
 use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{
     AbortSignal, AskContext, AskRequest, ProviderFuture, UserInteractionError,
@@ -205,7 +205,7 @@ impl UserInteractionProvider for WebProvider {
             let keeps = self.record.keeps();
             // Made once: the table keeps it (lists and streams write from it)
             // and the record's row is written around it.
-            let request_json = crate::pending::request_json(&question.request);
+            let request_json = crate::server::pending::request_json(&question.request);
             if keeps {
                 // Kept before anyone sees it: a restart brings it back.
                 let asked = Asked::with_request_json(&question, &request_json);
@@ -282,7 +282,7 @@ impl UserInteractionProvider for WebProvider {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::{PendingConfig, PendingTable};
+    use crate::server::pending::{PendingConfig, PendingTable};
     use ask_user_core::wire::SessionEvent;
     use ask_user_core::{AbortController, AnswerBatch, SessionId};
     use std::future::Future;
@@ -335,28 +335,28 @@ mod tests {
     }
 
     impl Store for Recorded {
-        fn submit(&self, write: Write) -> crate::store::Ticket {
+        fn submit(&self, write: Write) -> crate::server::store::Ticket {
             self.0.lock().unwrap().push(write);
-            crate::store::Ticket::settled(Ok(true))
+            crate::server::store::Ticket::settled(Ok(true))
         }
 
-        fn restored(&self) -> crate::store::Restored {
-            crate::store::Restored::default()
+        fn restored(&self) -> crate::server::store::Restored {
+            crate::server::store::Restored::default()
         }
 
         fn history(
             &self,
-            _query: &crate::store::HistoryQuery,
-        ) -> Result<crate::store::HistoryPage, crate::store::StoreError> {
-            Ok(crate::store::HistoryPage::default())
+            _query: &crate::server::store::HistoryQuery,
+        ) -> Result<crate::server::store::HistoryPage, crate::server::store::StoreError> {
+            Ok(crate::server::store::HistoryPage::default())
         }
 
         fn trouble(&self) -> Option<String> {
             None
         }
 
-        fn flush(&self) -> crate::store::Ticket {
-            crate::store::Ticket::settled(Ok(true))
+        fn flush(&self) -> crate::server::store::Ticket {
+            crate::server::store::Ticket::settled(Ok(true))
         }
     }
 

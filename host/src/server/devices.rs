@@ -10,10 +10,10 @@
 //! the store. A device answers on the `--remote` origin with that cookie;
 //! revoking it ends its streams at once and refuses its next request (401).
 
-use crate::error::ApiError;
-use crate::extract::BodyText;
-use crate::state::AppState;
-use crate::store::{DeviceRecord, Write, now_ms};
+use crate::server::error::ApiError;
+use crate::server::extract::BodyText;
+use crate::server::state::AppState;
+use crate::server::store::{DeviceRecord, Write, now_ms};
 use axum::extract::{Path, Request, State};
 use axum::http::header::{SET_COOKIE, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -49,7 +49,7 @@ pub const DEVICE_COOKIE: &str = "__Host-ask_user_device";
 pub const MAX_DEVICE_NAME_CHARS: usize = 64;
 
 /// Who a request authenticated as (in the request's extensions once
-/// [`crate::security::require_token`] let it through).
+/// [`crate::server::security::require_token`] let it through).
 #[derive(Debug, Clone)]
 pub enum Credential {
     /// The master token or the page's cookie (loopback).
@@ -420,7 +420,7 @@ impl Inner {
 }
 
 fn code_matches(expected: &str, presented: &str) -> bool {
-    crate::security::token_matches(expected, presented)
+    crate::server::security::token_matches(expected, presented)
 }
 
 /// "Browser, OS" from a user agent, for the approval question.
@@ -682,7 +682,7 @@ fn refused(state: &AppState, request_peer: std::net::IpAddr, error: PairingError
 fn client(request: &Request) -> std::net::IpAddr {
     request
         .extensions()
-        .get::<crate::security::ClientAddr>()
+        .get::<crate::server::security::ClientAddr>()
         .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| {
             c.0
         })

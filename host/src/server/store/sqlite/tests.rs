@@ -1,5 +1,5 @@
 use super::*;
-use crate::store::{HistoryQuery, Store, Write};
+use crate::server::store::{HistoryQuery, Store, Write};
 use ask_user_core::AskRequest;
 use ask_user_core::wire::{MessageCreated, Role};
 
@@ -459,9 +459,9 @@ fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
     let mut asked = question("q_\"1\"", "s ✓", 7);
     for asked_by in [asked.asked_by.clone(), None] {
         asked.asked_by = asked_by;
-        let request_json = crate::pending::request_json(&asked.request);
-        let row = crate::store::Asked::with_request_json(&asked, &request_json);
-        assert_eq!(row, crate::store::Asked::from(&asked));
+        let request_json = crate::server::pending::request_json(&asked.request);
+        let row = crate::server::store::Asked::with_request_json(&asked, &request_json);
+        assert_eq!(row, crate::server::store::Asked::from(&asked));
         assert_eq!(row.json, serde_json::to_string(&asked).unwrap());
     }
 }
@@ -772,7 +772,7 @@ async fn the_journal_starts_over_while_writes_keep_coming_instead_of_growing_to_
         let tickets: Vec<Ticket> = (0..32)
             .map(|_| {
                 n += 1;
-                let asked = crate::store::Asked {
+                let asked = crate::server::store::Asked {
                     id: format!("q_{n:032x}"),
                     // Sessions enough that none passes --max-session-write-bytes.
                     session: format!("s{}", n % 16),

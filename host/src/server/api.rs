@@ -1,12 +1,12 @@
 //! The JSON routes under `/api`: the agent's ask, the browser's answer and
 //! cancel, the pending list, transcript messages and health.
 
-use crate::devices::Credential;
-use crate::error::ApiError;
-use crate::extract::{BodyText, QuestionId, Session};
-use crate::pending::{SharedEvent, question_tail};
-use crate::state::{AppState, AskOptions};
-use crate::store::{HistoryPage, HistoryQuery, StoreError};
+use crate::server::devices::Credential;
+use crate::server::error::ApiError;
+use crate::server::extract::{BodyText, QuestionId, Session};
+use crate::server::pending::{SharedEvent, question_tail};
+use crate::server::state::{AppState, AskOptions};
+use crate::server::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::AnsweredBy;
 use ask_user_core::wire::{
     AGENT_HEADER, AskedBy, MessageCreated, PostMessage, Role, SessionEvent, StatusBody,
@@ -100,7 +100,7 @@ pub async fn health(
     headers: HeaderMap,
 ) -> Json<Health> {
     let store = state.record().trouble().map(|why| {
-        if crate::security::presents_credentials(&state, &method, &uri, &headers) {
+        if crate::server::security::presents_credentials(&state, &method, &uri, &headers) {
             why
         } else {
             NO_TOKEN_TROUBLE.to_owned()
@@ -222,7 +222,7 @@ async fn answer(
     state
         .answer_by(&session, &id, batch, answered_by(credential))
         .await?;
-    crate::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
         status: "answered".to_owned(),
     }))
@@ -239,7 +239,7 @@ async fn cancel(
     state
         .cancel_by(&session, &id, answered_by(credential))
         .await?;
-    crate::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
         status: "cancelled".to_owned(),
     }))
@@ -248,7 +248,7 @@ async fn cancel(
 /// The paired device a request came from, if it came from one.
 fn device_of(
     credential: &Option<Extension<Credential>>,
-) -> Option<std::sync::Arc<crate::devices::Device>> {
+) -> Option<std::sync::Arc<crate::server::devices::Device>> {
     match credential {
         Some(Extension(Credential::Device(device))) => Some(device.clone()),
         _ => None,
@@ -281,7 +281,7 @@ async fn message(
     let message = state
         .post_message_by(&session, Role::User, post.text, answered_by(credential))
         .await?;
-    crate::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(&state, device);
     Ok(Json(message))
 }
 

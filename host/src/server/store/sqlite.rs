@@ -6,7 +6,7 @@ use super::{
     FAILURE_LOG_INTERVAL, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord,
     Restored, Store, StoreError, StoreLimits, Ticket, Write,
 };
-use crate::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
+use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
 use ask_user_core::wire::{

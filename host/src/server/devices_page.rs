@@ -4,7 +4,7 @@
 //! said in words) and `/devices` on the host's own page (pair a device with
 //! its QR code and the approval question, list and revoke devices).
 
-use crate::pages::csp::BASE_POLICY;
+use crate::server::pages::csp::BASE_POLICY;
 use axum::Router;
 use axum::http::HeaderValue;
 use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, X_FRAME_OPTIONS};

@@ -19,8 +19,8 @@
 //! only detaches it.
 
 use super::lifecycle::ClientHungUp;
-use crate::error::ApiError;
-use crate::state::{AppState, AskOptions};
+use crate::server::error::ApiError;
+use crate::server::state::{AppState, AskOptions};
 use ask_user_core::tool::{
     INSTRUCTIONS, TOOL_DESCRIPTION, TOOL_NAME, WAITING_STATUS, input_schema, render_error,
     render_waiting,
@@ -504,7 +504,7 @@ mod tests {
             "Error: the user cancelled ask_user_question (ASK_CANCELLED)"
         );
         let limit = call_result(&Err(ApiError::TooManyPending {
-            limit: crate::pending::PendingLimit::PerSession(3),
+            limit: crate::server::pending::PendingLimit::PerSession(3),
         }));
         let text = limit.content[0].as_text().unwrap().text.clone();
         assert!(

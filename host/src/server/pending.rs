@@ -23,7 +23,7 @@
 //! reports, and a new stream subscribes and takes its snapshot in one step
 //! too (nothing falls between replay and live).
 
-use crate::store::{Restored, Store};
+use crate::server::store::{Restored, Store};
 use ask_user_core::wire::{
     AnsweredBy, AskedBy, MessageCreated, Outcome, QuestionRequested, Role, SessionEvent,
     SessionList, Transcript,

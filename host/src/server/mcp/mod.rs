@@ -33,10 +33,10 @@ pub use lifecycle::{McpLifecycle, RESULT_DRAIN};
 pub use sessions::{Admission, CappedSessions, SessionEnds, SessionsError};
 pub use tool::{AskUserServer, call_result, error_line, tool};
 
-use crate::error::ApiError;
-use crate::extract::BODY_LIMIT;
-use crate::security;
-use crate::state::AppState;
+use crate::server::error::ApiError;
+use crate::server::extract::BODY_LIMIT;
+use crate::server::security;
+use crate::server::state::AppState;
 use ask_user_core::{SessionId, UserInteractionError};
 use axum::Router;
 use axum::extract::{Query, Request};
@@ -130,7 +130,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::HostConfig;
+    use crate::server::state::HostConfig;
     use axum::body::Body;
     use axum::http::StatusCode;
     use rmcp::transport::common::http_header::HEADER_SESSION_ID;

@@ -3,10 +3,10 @@
 //! `inbox/changed` frames) and `GET /api/sessions/{session}/transcript`.
 //! Behind the token, Host and Origin checks like the rest of `/api`.
 
-use crate::error::ApiError;
-use crate::extract::Session;
-use crate::pending::{PendingTable, now_ms};
-use crate::state::AppState;
+use crate::server::error::ApiError;
+use crate::server::extract::Session;
+use crate::server::pending::{PendingTable, now_ms};
+use crate::server::state::AppState;
 use ask_user_core::limits::INBOX_COALESCE_MS;
 use ask_user_core::wire::{InboxEvent, SessionList, Transcript};
 use axum::extract::State;
@@ -44,7 +44,7 @@ async fn sessions(State(state): State<AppState>) -> Json<SessionList> {
 /// `GET /api/sessions/{session}/transcript` → `{"entries": [...]}`, oldest first.
 async fn transcript(State(state): State<AppState>, Session(session): Session) -> Json<Transcript> {
     let mut transcript = state.pending().transcript(session.as_str());
-    transcript.demo_agent = state.config().demo && session == crate::demo::demo_session();
+    transcript.demo_agent = state.config().demo && session == crate::server::demo::demo_session();
     Json(transcript)
 }
 
@@ -63,7 +63,7 @@ async fn events(
     let stream = futures_util::StreamExt::map(stream, |event| {
         Ok(Event::default().event(event.name()).data(event.data()))
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(crate::events::KEEP_ALIVE)))
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(crate::server::events::KEEP_ALIVE)))
 }
 
 struct Cursor {
@@ -123,7 +123,7 @@ pub fn inbox_events(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pending::PendingTable;
+    use crate::server::pending::PendingTable;
     use ask_user_core::AskRequest;
     use ask_user_core::wire::Role;
     use futures_util::StreamExt;
