@@ -91,7 +91,7 @@ pub struct ServeArgs {
     pub pairing_life_ms: Option<u64>,
     /// Serve TLS with this certificate chain (PEM), to bind a non-loopback
     /// --addr on a LAN (a non-loopback address without TLS is refused).
-    /// Needs a build with the `tls` feature (not the `cargo xtask dist` binary).
+    /// Needs a build with the `tls` feature (the default).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The private key (PEM) of --tls-cert.
