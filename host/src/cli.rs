@@ -199,6 +199,12 @@ impl ServeArgs {
             mcp_wait_budget: (self.mcp_wait_budget > 0)
                 .then(|| Duration::from_secs(self.mcp_wait_budget)),
             keep_days: self.keep_days,
+            push: remote.as_ref().map(|_| crate::push::service::PushConfig {
+                key_dir: (!self.ephemeral)
+                    .then(|| self.data_dir.resolve().ok())
+                    .flatten(),
+                policy: crate::push::EndpointPolicy::HttpsOnly,
+            }),
             remote,
             remote_agents: self.remote_agents,
         })

@@ -80,6 +80,8 @@ pub struct HostConfig {
     /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
     /// remote origin, with the master token (`--remote-agents`).
     pub remote_agents: bool,
+    /// Web Push to paired devices that asked for it (on with `--remote`).
+    pub push: Option<crate::push::service::PushConfig>,
 }
 
 impl HostConfig {
@@ -101,6 +103,7 @@ impl HostConfig {
             keep_days: crate::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,
+            push: None,
         }
     }
 }
@@ -140,6 +143,10 @@ struct Inner {
     run: String,
     /// Paired devices and open pairings.
     devices: crate::devices::Devices,
+    /// Push to paired devices, when on.
+    push: Option<Arc<crate::push::service::Push>>,
+    /// Whether the person is looking at a page.
+    presence: crate::push::presence::Presence,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -219,7 +226,14 @@ impl AppState {
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
-        let kept_devices = record.restored().devices;
+        let restored = record.restored();
+        let kept_devices = restored.devices;
+        let push = config.push.clone().map(|push| {
+            Arc::new(crate::push::service::Push::new(
+                push,
+                &restored.push_subscriptions,
+            ))
+        });
         Self {
             inner: Arc::new(Inner {
                 guard: crate::security::Guard::new(&config.token),
@@ -237,6 +251,8 @@ impl AppState {
                 pages: Default::default(),
                 run: random_token(),
                 devices: crate::devices::Devices::new(kept_devices),
+                push,
+                presence: Default::default(),
             }),
         }
     }
@@ -434,6 +450,16 @@ impl AppState {
         self.inner.store.subscribe(session.as_str())
     }
 
+    /// Push to paired devices, when on (`--remote`).
+    pub fn push(&self) -> Option<&Arc<crate::push::service::Push>> {
+        self.inner.push.as_ref()
+    }
+
+    /// Whether the person is looking at a page.
+    pub fn presence(&self) -> &crate::push::presence::Presence {
+        &self.inner.presence
+    }
+
     /// Room for one more event stream (held for as long as it is open), or
     /// 429 `TOO_MANY_STREAMS` when `--max-streams` are open.
     pub fn open_stream(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
@@ -508,6 +534,7 @@ impl AppState {
             self.shutdown_token(),
         );
         crate::mcp::lifecycle::spawn(self);
+        crate::push::service::spawn(self);
     }
 }
 

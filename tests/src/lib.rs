@@ -7,6 +7,7 @@ pub mod host_process;
 pub mod http_host;
 pub mod mcp;
 pub mod node;
+pub mod push_stub;
 pub mod tls_front;
 
 /// A loopback port that was free a moment ago (bind to port 0, read it, release it).

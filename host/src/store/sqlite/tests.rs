@@ -464,3 +464,89 @@ fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
         assert_eq!(row.json, serde_json::to_string(&asked).unwrap());
     }
 }
+
+fn device(id: &str) -> super::super::DeviceRecord {
+    super::super::DeviceRecord {
+        id: id.to_owned(),
+        name: format!("phone {id}"),
+        agent: "Chrome, Android".to_owned(),
+        credential_sha256: format!("{id:0>64}"),
+        paired_at_ms: 1,
+    }
+}
+
+#[tokio::test]
+async fn push_subscriptions_come_back_with_their_device_and_go_with_an_opt_out_or_a_revocation() {
+    let dir = TempDir::new();
+    {
+        let store = SqliteStore::open(&dir.0).unwrap();
+        for id in ["d_a", "d_b", "d_c"] {
+            assert!(kept(&store, Write::DevicePaired(device(id))).await);
+        }
+        for id in ["d_a", "d_b", "d_c", "d_unknown"] {
+            kept(
+                &store,
+                Write::PushSubscribed {
+                    device: id.to_owned(),
+                    subscription: format!("{{\"endpoint\":\"{id}\"}}"),
+                    at_ms: 2,
+                },
+            )
+            .await;
+        }
+        // A second subscription replaces the first.
+        kept(
+            &store,
+            Write::PushSubscribed {
+                device: "d_a".to_owned(),
+                subscription: "{\"endpoint\":\"d_a new\"}".to_owned(),
+                at_ms: 3,
+            },
+        )
+        .await;
+        kept(
+            &store,
+            Write::PushUnsubscribed {
+                device: "d_b".to_owned(),
+            },
+        )
+        .await;
+        kept(
+            &store,
+            Write::DeviceRevoked {
+                id: "d_c".to_owned(),
+                at_ms: 4,
+            },
+        )
+        .await;
+    }
+    let store = SqliteStore::open(&dir.0).unwrap();
+    assert_eq!(
+        store.restored().push_subscriptions,
+        [("d_a".to_owned(), "{\"endpoint\":\"d_a new\"}".to_owned())],
+        "d_b opted out, d_c was revoked, d_unknown was never paired"
+    );
+}
+
+#[test]
+fn a_schema_2_file_gains_the_push_subscriptions_and_is_marked_schema_5() {
+    let dir = TempDir::new();
+    {
+        let mut conn = Connection::open(dir.0.join(DATABASE_FILE)).unwrap();
+        let tx = conn.transaction().unwrap();
+        tx.execute_batch(SCHEMA).unwrap();
+        tx.execute_batch(DEVICES).unwrap();
+        tx.execute("INSERT INTO schema_version (version) VALUES (2)", [])
+            .unwrap();
+        tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    drop(SqliteStore::open(&dir.0).unwrap());
+    let conn = Connection::open(dir.0.join(DATABASE_FILE)).unwrap();
+    let version: i64 = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 5);
+    assert!(has_column(&conn, "push_subscriptions", "subscription").unwrap());
+}
