@@ -278,3 +278,104 @@ async fn the_app_badge_counts_the_open_questions_of_every_session() {
     }
     browser.close().await;
 }
+
+/// Delivers `message` to the page's service worker as a push (CDP), trying
+/// the first registration ids a fresh profile hands out.
+async fn deliver_push(browser: &Browser, origin: &str, message: &Value) {
+    browser
+        .cdp("ServiceWorker.enable", json!({}))
+        .await
+        .unwrap();
+    let mut last = String::new();
+    for id in ["0", "1", "2"] {
+        match browser
+            .cdp(
+                "ServiceWorker.deliverPushMessage",
+                json!({"origin": origin, "registrationId": id, "data": message.to_string()}),
+            )
+            .await
+        {
+            Ok(_) => return,
+            Err(e) => last = e.to_string(),
+        }
+    }
+    panic!("no service worker registration took the push: {last}");
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn a_push_shows_a_notification_for_the_question_and_its_follow_up_closes_it() {
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let host =
+        HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
+    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
+    front.forward_to(backend);
+    let mut args = cert.chromium_args();
+    args.push("--lang=en-US".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let browser = Browser::launch_with_args(&args)
+        .await
+        .expect("Chromium starts");
+    let origin = front.origin();
+    browser
+        .cdp(
+            "Browser.grantPermissions",
+            json!({"origin": origin, "permissions": ["notifications"]}),
+        )
+        .await
+        .unwrap();
+    browser.goto(&format!("{origin}/")).await.unwrap();
+    wait_js(
+        &browser,
+        "the service worker to control the page",
+        "return navigator.serviceWorker.controller !== null",
+    )
+    .await;
+
+    let tag = "ask-user:deploy:q_1";
+    deliver_push(
+        &browser,
+        &origin,
+        &json!({"kind": "ask", "tag": tag, "session": "deploy", "question": "q_1",
+                "who": "claude-code", "text": "Ship it to production?", "count": 2,
+                "url": "/?session=deploy&q=q_1"}),
+    )
+    .await;
+    let shown = notifications_until(&browser, "the notification", |n| !n.is_empty()).await;
+    assert_eq!(
+        shown,
+        json!([{"title": "claude-code asks", "body": "Ship it to production? (+1)",
+                "tag": tag, "url": "/?session=deploy&q=q_1"}])
+    );
+
+    deliver_push(&browser, &origin, &json!({"kind": "close", "tag": tag})).await;
+    notifications_until(&browser, "the notification to close", |n| n.is_empty()).await;
+    browser.close().await;
+}
+
+/// The service worker's notifications (title, body, tag, url), once `done` says so.
+async fn notifications_until(
+    browser: &Browser,
+    what: &str,
+    done: impl Fn(&Vec<Value>) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let shown = run_async(
+            browser,
+            "const done = arguments[arguments.length - 1];
+             navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns =>
+               done(ns.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url}))));",
+        )
+        .await;
+        if done(shown.as_array().unwrap()) {
+            return shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: {shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

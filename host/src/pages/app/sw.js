@@ -8,7 +8,7 @@
 // says so. Everything else (the API, event streams, /mcp) is not touched.
 
 const CACHE = "ask-user-page-v1";
-const HASHED = /^\/[^?#]*-[0-9a-f]{16}(?:_bg)?\.[a-z0-9]+$/;
+const HASHED = /^\/[^?#]*-[0-9a-f]{12,16}(?:_bg)?\.[a-z0-9]+$/;
 
 self.addEventListener("install", (event) => {
   event.waitUntil(
@@ -51,6 +51,56 @@ self.addEventListener("fetch", (event) => {
   } else if (HASHED.test(url.pathname) && !url.pathname.startsWith("/api/")) {
     event.respondWith(cached(request));
   }
+});
+
+// A push from the host (issue 22; host/src/push): `ask` shows a
+// notification for a batch, `close` closes it once it was resolved anywhere
+// (same tag). A tap opens the app on that question.
+self.addEventListener("push", (event) => {
+  let message;
+  try {
+    message = event.data ? event.data.json() : null;
+  } catch (_) {
+    message = null;
+  }
+  if (!message || typeof message.tag !== "string") return;
+  if (message.kind === "close") {
+    event.waitUntil(
+      self.registration
+        .getNotifications({ tag: message.tag })
+        .then((shown) => shown.forEach((n) => n.close())),
+    );
+    return;
+  }
+  const more = message.count > 1 ? ` (+${message.count - 1})` : "";
+  event.waitUntil(
+    self.registration.showNotification(`${message.who} asks`, {
+      body: `${message.text}${more}`,
+      tag: message.tag,
+      renotify: true,
+      requireInteraction: true,
+      icon: "/app/icon-192.png",
+      data: { url: message.url, session: message.session, question: message.question },
+    }),
+  );
+});
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const target = new URL(event.notification.data?.url || "/", self.location.origin);
+  if (target.origin !== self.location.origin) return;
+  event.waitUntil(
+    (async () => {
+      const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+      for (const client of windows) {
+        if (new URL(client.url).origin === target.origin && "focus" in client) {
+          const focused = await client.focus();
+          return (focused || client).navigate(target.href);
+        }
+      }
+      return self.clients.openWindow(target.href);
+    })(),
+  );
 });
 
 async function cached(request) {
