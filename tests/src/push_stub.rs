@@ -40,7 +40,7 @@ struct Shared {
 
 /// The stub push service.
 pub struct PushStub {
-    port: u16,
+    origin: String,
     shared: Arc<Shared>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -52,34 +52,64 @@ impl Drop for PushStub {
 }
 
 impl PushStub {
-    /// Binds `127.0.0.1:0` and serves.
+    /// Binds `127.0.0.1:0` and serves plain HTTP.
     pub async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    /// Binds `127.0.0.1:0` and serves HTTPS with `tls` (endpoints then name
+    /// `https://localhost:PORT`).
+    pub async fn start_tls(tls: Arc<rustls::ServerConfig>) -> Self {
+        Self::start_with(Some(tls)).await
+    }
+
+    async fn start_with(tls: Option<Arc<rustls::ServerConfig>>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind the stub");
         let port = listener.local_addr().unwrap().port();
+        let scheme = if tls.is_some() {
+            "https://localhost"
+        } else {
+            "http://127.0.0.1"
+        };
+        let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
         let shared = Arc::new(Shared::default());
         let serving = shared.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let shared = serving.clone();
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
                         let shared = shared.clone();
                         async move { Ok::<_, std::convert::Infallible>(take(&shared, request).await) }
                     });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let http = hyper::server::conn::http1::Builder::new();
+                    match acceptor {
+                        Some(acceptor) => {
+                            if let Ok(tls) = acceptor.accept(stream).await {
+                                let _ = http.serve_connection(TokioIo::new(tls), service).await;
+                            }
+                        }
+                        None => {
+                            let _ = http.serve_connection(TokioIo::new(stream), service).await;
+                        }
+                    }
                 });
             }
         });
-        Self { port, shared, task }
+        Self {
+            origin: format!("{scheme}:{port}"),
+            shared,
+            task,
+        }
     }
 
-    /// `http://127.0.0.1:PORT`: the `aud` of the JWTs sent here.
+    /// `http://127.0.0.1:PORT` (or `https://localhost:PORT`): the `aud` of
+    /// the JWTs sent here.
     pub fn origin(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.origin.clone()
     }
 
     /// The endpoint of subscription `name`.

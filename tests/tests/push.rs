@@ -349,3 +349,123 @@ async fn bad_subscriptions_are_refused_saying_why_and_the_master_token_cannot_su
         .status();
     assert_eq!(status, reqwest::StatusCode::FORBIDDEN);
 }
+
+/// The real binary, with its TLS client (the `push-tls` feature, rustls on
+/// ring and the system's roots): a push to an `https` push service arrives.
+/// The stub's certificate is signed by the test's CA, which the host trusts
+/// through `SSL_CERT_FILE` (read with the system's roots).
+#[tokio::test]
+async fn the_binary_pushes_to_an_https_push_service_it_trusts() {
+    use ask_user_tests::host_process::HostProcess;
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let stub = PushStub::start_tls(cert.server_config()).await;
+    let scratch = std::env::temp_dir().join(format!(
+        "auq-push-tls-{}-{:x}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&scratch).unwrap();
+    std::fs::write(
+        scratch.join("index.html"),
+        "<!doctype html><title>page</title>",
+    )
+    .unwrap();
+    let ca = scratch.join("ca.pem");
+    std::fs::write(&ca, cert.ca_pem()).unwrap();
+    let host = HostProcess::start_with_env(
+        &scratch,
+        &["--remote", &front.origin()],
+        &[("SSL_CERT_FILE", ca.as_os_str())],
+    )
+    .expect("the host starts");
+    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
+    front.forward_to(backend);
+    let (origin, authority) = (front.origin(), format!("{PHONE_HOST}:{}", front.port()));
+    let device = |method: &'static str, path: &'static str, cookie: Option<String>, body: Value| {
+        let (origin, authority, cert) = (origin.clone(), authority.clone(), &cert);
+        let port = front.port();
+        async move {
+            let mut headers = vec![
+                ("content-type", "application/json"),
+                ("origin", origin.as_str()),
+            ];
+            if let Some(cookie) = &cookie {
+                headers.push(("cookie", cookie.as_str()));
+            }
+            https(
+                cert,
+                port,
+                request(method, &authority, path, &headers, &body.to_string()),
+            )
+            .await
+        }
+    };
+    let loopback = reqwest::Client::new();
+    let token = host.token().unwrap().to_owned();
+    let opened: Value = loopback
+        .post(format!("{}/api/pairings", host.origin()))
+        .bearer_auth(&token)
+        .body("{}")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (id, code) = (
+        opened["id"].as_str().unwrap(),
+        opened["code"].as_str().unwrap(),
+    );
+    device(
+        "POST",
+        "/api/pair/claim",
+        None,
+        json!({"code": code, "name": "pixel"}),
+    )
+    .await;
+    loopback
+        .post(format!("{}/api/pairings/{id}/approve", host.origin()))
+        .bearer_auth(&token)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    let collected = device("POST", "/api/pair/collect", None, json!({"code": code})).await;
+    assert_eq!(collected.status, StatusCode::OK, "{:?}", collected.body);
+    let cookie = collected.headers["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let subscription = TestSubscription::new(stub.endpoint("pixel"));
+    assert!(subscription.endpoint.starts_with("https://localhost:"));
+    let put = device(
+        "PUT",
+        "/api/push/subscription",
+        Some(cookie),
+        subscription.to_json(),
+    )
+    .await;
+    assert_eq!(put.status, StatusCode::NO_CONTENT, "{:?}", put.body);
+
+    let _agent = tokio::spawn(
+        loopback
+            .post(format!("{}/api/sessions/deploy/ask", host.origin()))
+            .bearer_auth(&token)
+            .json(&json!({"questions": [{"id": "q1", "question": "Ship it?",
+                "options": [{"label": "Yes"}, {"label": "No"}]}]}))
+            .send(),
+    );
+    let sent = stub.wait_for("pixel", 1).await;
+    assert_eq!(subscription.decrypt(&sent[0])["text"], "Ship it?");
+    let (claims, _) = verified_vapid(header(&sent[0], "authorization"));
+    assert_eq!(claims["aud"], json!(stub.origin()));
+    assert!(
+        host.stderr().contains("push: sent"),
+        "the send is logged: {}",
+        host.stderr()
+    );
+    assert!(!host.stderr().contains("Ship it?"), "never its payload");
+    let _ = std::fs::remove_dir_all(&scratch);
+}
