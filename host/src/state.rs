@@ -82,6 +82,8 @@ pub struct HostConfig {
     pub remote_agents: bool,
     /// Web Push to paired devices that asked for it (on with `--remote`).
     pub push: Option<crate::push::service::PushConfig>,
+    /// The ntfy topic new questions are also posted to (`--ntfy URL`).
+    pub ntfy: Option<crate::push::ntfy::NtfyTarget>,
 }
 
 impl HostConfig {
@@ -104,6 +106,7 @@ impl HostConfig {
             remote: None,
             remote_agents: false,
             push: None,
+            ntfy: None,
         }
     }
 }

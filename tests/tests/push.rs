@@ -469,3 +469,43 @@ async fn the_binary_pushes_to_an_https_push_service_it_trusts() {
     assert!(!host.stderr().contains("Ship it?"), "never its payload");
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+#[tokio::test]
+async fn with_ntfy_each_new_question_is_posted_to_the_topic_with_a_view_action_that_opens_it() {
+    let stub = PushStub::start().await;
+    let topic_url = format!("{}/push/server/my-topic", stub.origin());
+    let host = TestHost::start_with(|config| {
+        config.ntfy = Some(
+            ask_user_host::push::ntfy::NtfyTarget::parse(
+                &topic_url,
+                EndpointPolicy::AllowLoopbackHttp,
+            )
+            .unwrap(),
+        );
+    })
+    .await;
+    let _agent = host.ask(
+        "deploy",
+        "",
+        &json!({"questions": [{"id": "q1", "question": "Ship it?", "options": [{"label": "Yes"}, {"label": "No"}]}]}),
+    );
+    let posted = stub.wait_for("server", 1).await;
+    let id = host.pending_ids("deploy").await.remove(0);
+    assert_eq!(header(&posted[0], "content-type"), "application/json");
+    let body: Value = serde_json::from_slice(&posted[0].body).unwrap();
+    let click = format!("{}/?session=deploy&q={id}", host.base);
+    assert_eq!(body["topic"], "my-topic");
+    assert_eq!(body["title"], "An agent asks");
+    assert_eq!(body["message"], "Ship it?");
+    assert_eq!(body["click"], json!(click));
+    assert_eq!(
+        body["actions"],
+        json!([{"action": "view", "label": "Open", "url": click, "clear": true}])
+    );
+    assert!(
+        !posted[0]
+            .body
+            .windows(host.token().len())
+            .any(|w| w == host.token().as_bytes())
+    );
+}

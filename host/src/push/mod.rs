@@ -12,6 +12,7 @@
 //! is given; anything else is refused when the device subscribes, so a
 //! device cannot make the host send requests into its own network.
 
+pub mod ntfy;
 pub mod presence;
 pub mod service;
 pub mod vapid;
@@ -383,7 +384,7 @@ impl Sender<'_> {
 
 /// An error and its sources, without the URL (it may hold a push service's
 /// per-device path).
-fn error_chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

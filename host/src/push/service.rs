@@ -349,12 +349,21 @@ fn waiting_now(state: &AppState) -> Vec<Waiting> {
     waiting
 }
 
-/// Starts the task that pushes (when push is on): it wakes whenever the
-/// sessions change, and stops at shutdown.
+/// Starts the task that pushes (when push or `--ntfy` is on): it wakes
+/// whenever the sessions change, and stops at shutdown.
 pub fn spawn(state: &AppState) {
-    let Some(push) = state.push().cloned() else {
+    let push = state.push().cloned();
+    let ntfy = state.config().ntfy.clone();
+    if push.is_none() && ntfy.is_none() {
         return;
-    };
+    }
+    let ntfy = ntfy.and_then(|target| match super::client() {
+        Ok(client) => Some((target, Arc::new(client))),
+        Err(error) => {
+            tracing::warn!(%error, "ntfy: no HTTP client, nothing will be posted");
+            None
+        }
+    });
     let state = state.clone();
     let mut changes = state.store().inbox();
     let shutdown = state.shutdown_token();
@@ -364,11 +373,45 @@ pub fn spawn(state: &AppState) {
             let present = state.presence().present(std::time::Instant::now());
             let messages = dispatcher.step(&waiting_now(&state), present);
             for message in messages {
-                send_to_all(&state, &push, message);
+                if let Some((target, client)) = &ntfy {
+                    post_to_ntfy(&state, target, client, &message);
+                }
+                if let Some(push) = &push {
+                    send_to_all(&state, push, message);
+                }
             }
             tokio::select! {
                 _ = shutdown.cancelled() => return,
                 changed = changes.changed() => if changed.is_err() { return },
+            }
+        }
+    });
+}
+
+/// Posts an ask to the `--ntfy` topic (closing follow-ups have no ntfy
+/// counterpart); logged without the message or the topic.
+fn post_to_ntfy(
+    state: &AppState,
+    target: &super::ntfy::NtfyTarget,
+    client: &Arc<super::PushClient>,
+    message: &PushMessage,
+) {
+    let base = match &state.config().remote {
+        Some(remote) => remote.origin.clone(),
+        None => format!("http://127.0.0.1:{}", state.config().port),
+    };
+    let Some(body) = target.body(message, &base) else {
+        return;
+    };
+    let (target, client) = (target.clone(), client.clone());
+    tokio::spawn(async move {
+        match target.publish(&client, body).await {
+            Ok(status) if (200..300).contains(&status) => {
+                tracing::info!(status, "ntfy: posted")
+            }
+            Ok(status) => tracing::warn!(status, "ntfy: refused by the server"),
+            Err(error) => {
+                tracing::warn!(error = %crate::logged::logged(&error), "ntfy: the server could not be reached")
             }
         }
     });
