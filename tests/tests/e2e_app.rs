@@ -338,15 +338,18 @@ async fn a_push_shows_a_notification_for_the_question_and_its_follow_up_closes_i
         &browser,
         &origin,
         &json!({"kind": "ask", "tag": tag, "session": "deploy", "question": "q_1",
-                "who": "claude-code", "text": "Ship it to production?", "count": 2,
-                "url": "/?session=deploy&q=q_1"}),
+                "who": "claude-code", "text": "Ship it to production?", "count": 1,
+                "url": "/?session=deploy&q=q_1", "item": "ship",
+                "choices": ["Yes (Recommended)", "No"]}),
     )
     .await;
     let shown = notifications_until(&browser, "the notification", |n| !n.is_empty()).await;
     assert_eq!(
         shown,
-        json!([{"title": "claude-code asks", "body": "Ship it to production? (+1)",
-                "tag": tag, "url": "/?session=deploy&q=q_1"}])
+        json!([{"title": "claude-code asks", "body": "Ship it to production?",
+                "tag": tag, "url": "/?session=deploy&q=q_1",
+                // The options as buttons, the recommended one with its badge word.
+                "actions": ["Yes (Recommended)", "No"]}])
     );
 
     deliver_push(&browser, &origin, &json!({"kind": "close", "tag": tag})).await;
@@ -366,7 +369,8 @@ async fn notifications_until(
             browser,
             "const done = arguments[arguments.length - 1];
              navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns =>
-               done(ns.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url}))));",
+               done(ns.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url,
+                                  actions: (n.actions || []).map(a => a.title)}))));",
         )
         .await;
         if done(shown.as_array().unwrap()) {

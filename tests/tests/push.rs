@@ -177,7 +177,9 @@ async fn a_new_batch_reaches_the_subscribed_device_encrypted_signed_and_a_resolu
         payload,
         json!({"kind": "ask", "tag": format!("ask-user:deploy:{id}"), "session": "deploy",
                "question": id, "who": "An agent", "text": "Deploy", "count": 1,
-               "url": format!("/?session=deploy&q={id}")})
+               "url": format!("/?session=deploy&q={id}"),
+               // One single-select question of two options: the notification's buttons.
+               "item": "q1", "choices": ["Yes", "No"]})
     );
     assert!(ask.body.len() < 4096, "{} bytes", ask.body.len());
     // The detach grace (no timeout was given), Urgency high.

@@ -35,6 +35,9 @@ pub const MAX_ENDPOINT_BYTES: usize = 2048;
 /// encrypted body, which is the JSON plus 103 bytes (header, padding, tag).
 pub const MAX_MESSAGE_BYTES: usize = 3072;
 
+/// The longest option label offered as a notification's button.
+pub const MAX_CHOICE_CHARS: usize = 60;
+
 /// The longest question text a message carries (cut with `…` past it).
 pub const MAX_TEXT_CHARS: usize = 400;
 
@@ -153,6 +156,14 @@ pub enum PushMessage {
         count: usize,
         /// What a tap opens: `/?session=S&q=ID`.
         url: String,
+        /// The batch's one question's id, when the notification may answer it.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        item: String,
+        /// Its options, as the notification's buttons: only for a batch of one
+        /// single-select question with at most two options of at most
+        /// [`MAX_CHOICE_CHARS`] each (a recommended one keeps its badge word).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        choices: Vec<String>,
     },
     /// The batch was resolved (anywhere): close its notification.
     Close {
@@ -165,6 +176,30 @@ impl PushMessage {
     /// The message for a batch of `count` questions in `session` whose first
     /// question is `question` with `text`, asked by `who`.
     pub fn ask(session: &str, question: &str, who: &str, text: &str, count: usize) -> Self {
+        Self::ask_with_choices(session, question, who, text, count, None)
+    }
+
+    /// [`PushMessage::ask`] for a batch whose one question `item` may be
+    /// answered from the notification with one of `choices` (dropped unless
+    /// there are one or two, each at most [`MAX_CHOICE_CHARS`]).
+    pub fn ask_with_choices(
+        session: &str,
+        question: &str,
+        who: &str,
+        text: &str,
+        count: usize,
+        choices: Option<(&str, &[String])>,
+    ) -> Self {
+        let (item, choices) = match choices {
+            Some((item, labels))
+                if count == 1
+                    && (1..=2).contains(&labels.len())
+                    && labels.iter().all(|l| l.chars().count() <= MAX_CHOICE_CHARS) =>
+            {
+                (item.to_owned(), labels.to_vec())
+            }
+            _ => (String::new(), Vec::new()),
+        };
         let url = format!(
             "/?{}",
             url::form_urlencoded::Serializer::new(String::new())
@@ -180,6 +215,8 @@ impl PushMessage {
             text: cut(text, MAX_TEXT_CHARS),
             count,
             url,
+            item,
+            choices,
         };
         // JSON escapes can make short text long: cut further until it fits.
         while message.to_json().len() > MAX_MESSAGE_BYTES {
@@ -463,6 +500,21 @@ mod tests {
             PushMessage::close("deploy", "q-1"),
             PushMessage::Close { tag: tag.clone() }
         );
+        let labels = ["Yes (Recommended)".to_owned(), "No".to_owned()];
+        let answerable =
+            PushMessage::ask_with_choices("s", "q", "a", "Ship?", 1, Some(("ship", &labels)));
+        let json: serde_json::Value = serde_json::from_str(&answerable.to_json()).unwrap();
+        assert_eq!(json["item"], "ship");
+        assert_eq!(
+            json["choices"],
+            serde_json::json!(["Yes (Recommended)", "No"])
+        );
+        let three = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        for (count, choices) in [(1, &three[..]), (2, &labels[..]), (1, &[][..])] {
+            let plain =
+                PushMessage::ask_with_choices("s", "q", "a", "Ship?", count, Some(("x", choices)));
+            assert!(!plain.to_json().contains("choices"), "{count} {choices:?}");
+        }
         let short = PushMessage::ask("s", "q", "claude-code", "Ship it?", 1);
         assert!(short.to_json().contains(r#""text":"Ship it?""#));
     }

@@ -270,6 +270,9 @@ pub struct Waiting {
     pub text: String,
     /// How many questions.
     pub count: usize,
+    /// The one question's id and option labels, when it is single-select
+    /// (the notification's buttons; see [`PushMessage::ask_with_choices`]).
+    pub choices: Option<(String, Vec<String>)>,
 }
 
 /// Decides what to push as batches come and go: each batch that arrives while
@@ -309,12 +312,16 @@ impl Dispatcher {
             if present {
                 continue;
             }
-            out.push(PushMessage::ask(
+            out.push(PushMessage::ask_with_choices(
                 &batch.session,
                 &batch.id,
                 &batch.who,
                 &batch.text,
                 batch.count,
+                batch
+                    .choices
+                    .as_ref()
+                    .map(|(item, labels)| (item.as_str(), labels.as_slice())),
             ));
             self.pushed.insert(batch.id.clone(), batch.session.clone());
         }
@@ -343,6 +350,18 @@ fn waiting_now(state: &AppState) -> Vec<Waiting> {
                     .unwrap_or_else(|| "An agent".to_owned()),
                 text,
                 count: question.request.questions.len(),
+                choices: first
+                    .filter(|q| {
+                        !q.multi_select.unwrap_or(false)
+                            && q.intent.is_none()
+                            && !q.options().is_empty()
+                    })
+                    .map(|q| {
+                        (
+                            q.id.clone(),
+                            q.options().iter().map(|o| o.label.clone()).collect(),
+                        )
+                    }),
             });
         }
     }
@@ -493,6 +512,7 @@ mod tests {
             who: "claude-code".to_owned(),
             text: "Ship it?".to_owned(),
             count: 1,
+            choices: None,
         }
     }
 

@@ -73,6 +73,12 @@ self.addEventListener("push", (event) => {
     return;
   }
   const more = message.count > 1 ? ` (+${message.count - 1})` : "";
+  // Buttons where the platform has them (not iOS): the one question's options
+  // (never one pre-chosen), else "Open".
+  const choices = Array.isArray(message.choices) ? message.choices : [];
+  const actions = choices.length
+    ? choices.map((label, i) => ({ action: `answer:${i}`, title: label }))
+    : [{ action: "open", title: "Open" }];
   event.waitUntil(
     self.registration.showNotification(`${message.who} asks`, {
       body: `${message.text}${more}`,
@@ -80,17 +86,46 @@ self.addEventListener("push", (event) => {
       renotify: true,
       requireInteraction: true,
       icon: "/app/icon-192.png",
-      data: { url: message.url, session: message.session, question: message.question },
+      actions: (self.Notification?.maxActions ?? 0) > 0 ? actions : [],
+      data: {
+        url: message.url,
+        session: message.session,
+        question: message.question,
+        item: message.item,
+        choices,
+      },
     }),
   );
 });
 
+// An option's button answers with this device's credential (its cookie goes
+// with a same-origin request); if that fails, the app opens on the question.
+async function answerFromNotification(data, index) {
+  const label = data.choices[index];
+  const path = `/api/sessions/${encodeURIComponent(data.session)}/questions/${encodeURIComponent(data.question)}/answer`;
+  try {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ answers: [{ id: data.item, selected: [label] }] }),
+    });
+    return response.ok;
+  } catch (_) {
+    return false;
+  }
+}
+
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
-  const target = new URL(event.notification.data?.url || "/", self.location.origin);
+  const data = event.notification.data || {};
+  const target = new URL(data.url || "/", self.location.origin);
   if (target.origin !== self.location.origin) return;
+  const answer = /^answer:(\d+)$/.exec(event.action || "");
   event.waitUntil(
     (async () => {
+      if (answer && data.item && data.choices?.[Number(answer[1])] !== undefined) {
+        if (await answerFromNotification(data, Number(answer[1]))) return;
+      }
       const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
       for (const client of windows) {
         if (new URL(client.url).origin === target.origin && "focus" in client) {
