@@ -98,7 +98,7 @@ fn the_browser_crates_never_depend_on_the_host() {
 /// and ece-native, RustCrypto's previous generation (digest 0.10, sha2 0.10,
 /// hmac and hkdf 0.12, rand_core 0.6 and their helpers), while the host is on
 /// sha2 0.11: those go once web-push-native moves to p256 0.14. Their weight
-/// is in docs/performance.md ("Push").
+/// is in docs/performance.md ("The one binary", issue 22).
 const ACCEPTED_SECOND_VERSIONS: [&str; 11] = [
     "getrandom v0.2.",
     "windows-sys v0.52.",
