@@ -82,6 +82,17 @@ pub struct ServeArgs {
     /// on loopback; the master token is refused on this origin.
     #[arg(long, value_name = "https://NAME[:PORT]")]
     pub remote: Option<String>,
+    /// Also post each new question to this ntfy topic (`https://ntfy.sh/TOPIC`
+    /// or a server of one's own), with a "view" action that opens it: no app
+    /// to install. The topic is as good as a password (whoever knows it reads
+    /// the questions): prefer ASK_USER_NTFY to the command line. Off unless given.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ASK_USER_NTFY",
+        hide_env_values = true
+    )]
+    pub ntfy: Option<String>,
     /// Also open the agents' endpoints (`…/ask`, `/mcp`) on the --remote
     /// origin, with the master token. Without it they answer on loopback only.
     #[arg(long, requires = "remote")]
@@ -212,6 +223,25 @@ impl ServeArgs {
                 Duration::from_millis,
             ),
             keep_days: self.keep_days,
+            push: remote
+                .as_ref()
+                .map(|_| crate::server::push::service::PushConfig {
+                    key_dir: (!self.ephemeral)
+                        .then(|| self.data_dir.resolve().ok())
+                        .flatten(),
+                    policy: crate::server::push::EndpointPolicy::HttpsOnly,
+                }),
+            ntfy: self
+                .ntfy
+                .as_deref()
+                .map(|url| {
+                    crate::server::push::ntfy::NtfyTarget::parse(
+                        url,
+                        crate::server::push::EndpointPolicy::HttpsOnly,
+                    )
+                })
+                .transpose()
+                .map_err(|why| format!("--ntfy: {why}"))?,
             remote,
             remote_agents: self.remote_agents,
             pairing_life: self
@@ -482,6 +512,24 @@ mod tests {
         assert!(with_tls.check_bind().is_ok());
         // One without the other is a usage error.
         assert!(Cli::try_parse_from(["ask-user", "serve", "--tls-cert", "c.pem"]).is_err());
+    }
+
+    #[test]
+    fn ntfy_takes_an_https_topic_url_and_refuses_anything_else_saying_why() {
+        assert!(serve_config(&[]).ntfy.is_none());
+        assert!(
+            serve_config(&["--ntfy", "https://ntfy.sh/a-topic"])
+                .ntfy
+                .is_some()
+        );
+        let data_dir = temp_data_dir();
+        let args = serve_args(&["--ntfy", "http://ntfy.sh/a-topic", "--data-dir", &data_dir]);
+        let err = args.config(7411).unwrap_err();
+        assert!(
+            err.starts_with("--ntfy: must be https://SERVER/TOPIC"),
+            "{err}"
+        );
+        let _ = std::fs::remove_dir_all(&data_dir);
     }
 
     #[test]

@@ -71,6 +71,17 @@ impl HostProcess {
         Self::spawn(&args, None, descriptors)
     }
 
+    /// [`HostProcess::start`] with `env` added to the host's environment.
+    pub fn start_with_env(
+        dist: &Path,
+        extra: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Self, HostError> {
+        let mut args = vec![std::ffi::OsStr::new("--dist"), dist.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        Self::spawn_with_env(&args, None, None, env)
+    }
+
     /// Starts `ask-user serve --addr 127.0.0.1:0 <extra...>` in the folder
     /// `cwd`, without `--dist`: the page it serves is the one built into the
     /// binary (if any).
@@ -83,6 +94,15 @@ impl HostProcess {
         args: &[&std::ffi::OsStr],
         cwd: Option<&Path>,
         descriptors: Option<u32>,
+    ) -> Result<Self, HostError> {
+        Self::spawn_with_env(args, cwd, descriptors, &[])
+    }
+
+    fn spawn_with_env(
+        args: &[&std::ffi::OsStr],
+        cwd: Option<&Path>,
+        descriptors: Option<u32>,
+        env: &[(&str, &std::ffi::OsStr)],
     ) -> Result<Self, HostError> {
         let path = host_binary();
         if !path.is_file() {
@@ -108,6 +128,9 @@ impl HostProcess {
             rand_suffix()
         ));
         command.env("ASK_USER_DATA_DIR", &data_dir);
+        for (name, value) in env {
+            command.env(name, value);
+        }
         // Port 0: the host binds a free port and prints it, so no race with other tests.
         command.args(["serve", "--addr", "127.0.0.1:0"]);
         // Nothing on disk unless the test gives the host a data directory.

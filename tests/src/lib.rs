@@ -8,6 +8,7 @@ pub mod host_process;
 pub mod http_host;
 pub mod mcp;
 pub mod node;
+pub mod push_stub;
 pub mod tls_front;
 pub mod wait;
 

@@ -74,6 +74,25 @@ impl TestCert {
         }
     }
 
+    /// The CA's certificate as PEM (e.g. for `SSL_CERT_FILE`).
+    pub fn ca_pem(&self) -> String {
+        let base64 = base64::engine::general_purpose::STANDARD.encode(&self.ca_der);
+        let lines: Vec<&str> = base64
+            .as_bytes()
+            .chunks(64)
+            .map(|line| std::str::from_utf8(line).expect("base64 is ASCII"))
+            .collect();
+        format!(
+            "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+            lines.join("\n")
+        )
+    }
+
+    /// The server side: the leaf for `phone.test` and `localhost`.
+    pub fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        self.server.clone()
+    }
+
     /// A TLS client configuration that trusts this test's CA only.
     pub fn client_config(&self) -> Arc<rustls::ClientConfig> {
         let mut roots = rustls::RootCertStore::empty();

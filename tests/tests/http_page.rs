@@ -277,15 +277,29 @@ async fn the_page_allows_its_own_inline_loader_by_hash_and_nothing_inline_else_a
         "one hash, for the one inline script: {policy}"
     );
     assert!(words[3].starts_with("'sha256-"), "{policy}");
-    for directive in [
-        "default-src 'none'",
-        "style-src 'self'",
-        "connect-src 'self'",
-        "base-uri 'none'",
-        "frame-ancestors 'none'",
-    ] {
-        assert!(directives.contains(&directive), "{directive} in {policy}");
-    }
+    // Every other directive, exactly: the installable app adds its worker and
+    // manifest from this origin, and nothing wider.
+    let others: Vec<&str> = directives
+        .iter()
+        .copied()
+        .filter(|d| !d.starts_with("script-src "))
+        .collect();
+    assert_eq!(
+        others,
+        [
+            "default-src 'none'",
+            "style-src 'self'",
+            "img-src 'self' data:",
+            "font-src 'self'",
+            "connect-src 'self'",
+            "worker-src 'self'",
+            "manifest-src 'self'",
+            "base-uri 'none'",
+            "form-action 'none'",
+            "frame-ancestors 'none'",
+        ],
+        "{policy}"
+    );
     assert!(!policy.contains("unsafe-inline") && !policy.contains("'unsafe-eval'"));
     assert_eq!(header(&index, "x-frame-options"), "DENY");
 
@@ -424,4 +438,48 @@ async fn raw_request(host: &TestHost, method: &str, path: &str) -> (StatusCode, 
         .map(|(_, body)| body.to_owned())
         .unwrap_or_default();
     (status, body)
+}
+
+#[tokio::test]
+async fn the_installable_apps_manifest_worker_and_icons_are_served_next_to_any_page_folder_without_the_token()
+ {
+    let dist = Dist::new("app");
+    let host = host_for(&dist).await;
+    // No cookie, no Authorization: a browser fetches the manifest without credentials.
+    let anonymous = reqwest::Client::new();
+    for (path, content_type) in [
+        ("/manifest.webmanifest", "application/manifest+json"),
+        ("/sw.js", "text/javascript; charset=utf-8"),
+        ("/app/icon.svg", "image/svg+xml"),
+        ("/app/icon-192.png", "image/png"),
+        ("/app/icon-512.png", "image/png"),
+    ] {
+        let response = anonymous.get(host.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(header(&response, CONTENT_TYPE), content_type, "{path}");
+        assert_eq!(header(&response, "cache-control"), "no-cache", "{path}");
+        assert!(
+            header(&response, "content-security-policy").starts_with("default-src 'none'"),
+            "{path}"
+        );
+        assert!(!header(&response, ETAG).is_empty(), "{path}");
+    }
+    let manifest: serde_json::Value = anonymous
+        .get(host.url("/manifest.webmanifest"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(manifest["display"], "standalone");
+    // The page's index links the manifest: the test folder's does not, the real one does.
+    let index = include_str!("../../index.html");
+    assert!(index.contains(r#"<link rel="manifest" href="/manifest.webmanifest" />"#));
+    assert!(index.contains(r#"navigator.serviceWorker.register("/sw.js")"#));
+    // Only those names: nothing else under /app/ and no source maps.
+    for path in ["/app/icon.png", "/sw.js.map", "/app/manifest.webmanifest"] {
+        let response = anonymous.get(host.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+    }
 }

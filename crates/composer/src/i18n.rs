@@ -149,6 +149,10 @@ pub struct Texts {
     pub arrival_sound: &'static str,
     /// Link to the host's devices page (pair a phone), on loopback only.
     pub pair_device: &'static str,
+    /// Toggle on a paired device: push notifications to it (issue 22).
+    pub notify_device: &'static str,
+    /// Shown when this device could not subscribe (no push service, refused).
+    pub notify_device_failed: &'static str,
     /// The empty page with the demo agent (`--demo`): what starts it.
     pub empty_demo: &'static str,
     /// The empty page without one: nothing has asked yet.
@@ -282,6 +286,8 @@ static EN: Texts = Texts {
     notifications_blocked: "Notifications are blocked: allow them for this site in the browser's site settings, then reload.",
     arrival_sound: "Sound",
     pair_device: "Pair a device",
+    notify_device: "Notify this device",
+    notify_device_failed: "This device could not turn on notifications.",
     empty_demo: "Send any message: the demo agent will ask you three questions.",
     empty_no_questions: "No questions yet",
     empty_connect: "Questions from your agents appear here. To connect Claude Code, run:",
@@ -383,6 +389,8 @@ static ZH: Texts = Texts {
     notifications_blocked: "通知已被阻止：请在浏览器的网站设置中允许此网站的通知，然后刷新页面。",
     arrival_sound: "提示音",
     pair_device: "配对设备",
+    notify_device: "在此设备上通知",
+    notify_device_failed: "此设备无法开启通知。",
     empty_demo: "发送任意消息：演示智能体会问你三个问题。",
     empty_no_questions: "还没有问题",
     empty_connect: "智能体的问题会显示在这里。要连接 Claude Code，请运行：",

@@ -104,6 +104,8 @@ pub fn page(host: PageHost) -> impl IntoView {
     });
     if let Some(inbox) = inbox {
         use_notifications(inbox, texts, open);
+        // Only a page on a host reports presence (not the fixtures).
+        crate::presence::report_presence();
     }
     let transport_for = StoredValue::new_local(host.transport_for);
     let conversation = move || {
@@ -128,6 +130,7 @@ pub fn page(host: PageHost) -> impl IntoView {
             <span class="auq-page__session" data-auq="session">{move || shown.get().to_string()}</span>
             {inbox.map(|_| view! { <AttentionControls texts /> })}
             <crate::pair_link::PairLink texts />
+            {inbox.map(|_| view! { <crate::notify_device::NotifyDevice texts /> })}
         </header>
         {inbox.map(|inbox| view! { <SessionSwitcher inbox shown texts open /> })}
         {conversation}

@@ -652,6 +652,9 @@ async fn revoke(
         .kept()
         .await
         .map_err(ApiError::Store)?;
+    if let Some(push) = state.push() {
+        push.forget(&device.record.id);
+    }
     tracing::info!(device = %device.record.id, "device revoked");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod pages;
 pub mod pending;
 pub mod provider;
+pub mod push;
 pub mod security;
 pub mod state;
 pub mod store;
@@ -48,6 +49,7 @@ pub fn app(state: AppState) -> Router {
         .merge(events::router())
         .merge(inbox::router())
         .merge(devices::router())
+        .merge(push::service::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), security::require_token))
         .merge(devices::public_router())

@@ -9,8 +9,11 @@
 //! revalidates with its ETag and gets 304 when unchanged. Every response
 //! carries the page's Content-Security-Policy and `X-Frame-Options: DENY`.
 //! Unknown paths fall back to `index.html`, except under `/embed/` and for
-//! names with an extension (a missing script is a 404, never HTML).
+//! names with an extension (a missing script is a 404, never HTML). Next to
+//! the page's files the host serves the installable app's manifest, service
+//! worker and icons ([`app`]).
 
+mod app;
 pub mod csp;
 mod files;
 pub mod negotiate;
@@ -75,9 +78,10 @@ async fn serve_file(files: &PageFiles, request: Request) -> Response {
         return method_not_allowed();
     }
     let path = request.uri().path();
-    let asset = match file_path(path) {
-        Some(file) => files.get(&file).await,
-        None => None,
+    let asset = match (app::get(path), file_path(path)) {
+        (Some(app_file), _) => Some(app_file),
+        (None, Some(file)) => files.get(&file).await,
+        (None, None) => None,
     };
     let asset = match asset {
         Some(asset) => asset,

@@ -87,6 +87,10 @@ pub struct HostConfig {
     /// How long a pairing code may be used ([`crate::server::devices::PAIRING_LIFE`];
     /// shorter only in tests, through the hidden `--pairing-life-ms`).
     pub pairing_life: Duration,
+    /// Web Push to paired devices that asked for it (on with `--remote`).
+    pub push: Option<crate::server::push::service::PushConfig>,
+    /// The ntfy topic new questions are also posted to (`--ntfy URL`).
+    pub ntfy: Option<crate::server::push::ntfy::NtfyTarget>,
 }
 
 impl HostConfig {
@@ -110,6 +114,8 @@ impl HostConfig {
             remote: None,
             remote_agents: false,
             pairing_life: crate::server::devices::PAIRING_LIFE,
+            push: None,
+            ntfy: None,
         }
     }
 }
@@ -149,6 +155,10 @@ struct Inner {
     run: String,
     /// Paired devices and open pairings.
     devices: crate::server::devices::Devices,
+    /// Push to paired devices, when on.
+    push: Option<Arc<crate::server::push::service::Push>>,
+    /// Whether the person is looking at a page.
+    presence: crate::server::push::presence::Presence,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -224,8 +234,15 @@ impl AppState {
                 .register_provider(Arc::new(provider))
                 .expect("a fresh UserInteraction has no provider")
         });
-        let devices =
-            crate::server::devices::Devices::new(record.restored().devices, config.pairing_life);
+        let restored = record.restored();
+        let kept_devices = restored.devices;
+        let push = config.push.clone().map(|push| {
+            Arc::new(crate::server::push::service::Push::new(
+                push,
+                &restored.push_subscriptions,
+            ))
+        });
+        let devices = crate::server::devices::Devices::new(kept_devices, config.pairing_life);
         Self {
             inner: Arc::new(Inner {
                 guard: crate::server::security::Guard::new(&config.token),
@@ -243,6 +260,8 @@ impl AppState {
                 pages: Default::default(),
                 run: random_token(),
                 devices,
+                push,
+                presence: Default::default(),
             }),
         }
     }
@@ -440,6 +459,16 @@ impl AppState {
         self.inner.pending.subscribe(session.as_str())
     }
 
+    /// Push to paired devices, when on (`--remote`).
+    pub fn push(&self) -> Option<&Arc<crate::server::push::service::Push>> {
+        self.inner.push.as_ref()
+    }
+
+    /// Whether the person is looking at a page.
+    pub fn presence(&self) -> &crate::server::push::presence::Presence {
+        &self.inner.presence
+    }
+
     /// Room for one more event stream (held for as long as it is open), or
     /// 429 `TOO_MANY_STREAMS` when `--max-streams` are open.
     pub fn open_stream(&self) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
@@ -530,6 +559,7 @@ impl AppState {
             self.shutdown_token(),
         );
         crate::server::mcp::lifecycle::spawn(self);
+        crate::server::push::service::spawn(self);
     }
 }
 

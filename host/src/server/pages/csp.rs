@@ -1,7 +1,8 @@
 //! The page's Content-Security-Policy: only the host's own files and the
 //! inline `<script>`/`<style>` elements of the HTML file being served (by
 //! their SHA-256, e.g. Trunk's loader), WebAssembly compilation
-//! (`'wasm-unsafe-eval'`), requests to this origin only, and no framing.
+//! (`'wasm-unsafe-eval'`), requests to this origin only, the installable
+//! app's service worker and manifest from this origin only, and no framing.
 //! Nothing else: no inline event handlers, no `style` attributes, no `eval`,
 //! no remote images (the Markdown renderer builds elements and text nodes and
 //! turns images into links, so it needs no exception).
@@ -14,7 +15,7 @@ use sha2::{Digest, Sha256};
 /// elements (the files it loads, the notice, errors).
 pub const BASE_POLICY: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; \
 style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; \
-base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The policy for the HTML document `html`: [`BASE_POLICY`] plus the hash of
 /// each of its inline scripts and style elements.
@@ -31,7 +32,7 @@ pub fn policy_for_html(html: &[u8]) -> String {
     format!(
         "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'{scripts}; \
          style-src 'self'{styles}; img-src 'self' data:; font-src 'self'; connect-src 'self'; \
-         base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+         worker-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
 }
 

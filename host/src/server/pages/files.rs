@@ -79,7 +79,7 @@ pub struct Asset {
 }
 
 impl Asset {
-    fn new(
+    pub(crate) fn new(
         path: &str,
         etag: String,
         identity: Bytes,
@@ -245,7 +245,7 @@ async fn read_inside(root: &Path, relative: &str) -> Option<Bytes> {
 }
 
 /// The ETag `build.rs` computes for embedded files, for files read from a folder.
-fn etag_of(bytes: &[u8]) -> String {
+pub(crate) fn etag_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&Sha256::digest(bytes)[..16])
 }
@@ -295,6 +295,7 @@ pub fn content_type(path: &str) -> &'static str {
         "css" => "text/css; charset=utf-8",
         "wasm" => "application/wasm",
         "json" | "map" => "application/json",
+        "webmanifest" => "application/manifest+json",
         "svg" => "image/svg+xml",
         "png" => "image/png",
         "ico" => "image/x-icon",

@@ -236,6 +236,22 @@ pub enum Write {
         /// When (Unix ms).
         at_ms: u64,
     },
+    /// A device asked for notifications: its push subscription (JSON),
+    /// replacing any earlier one (issue 22).
+    PushSubscribed {
+        /// The device's id.
+        device: String,
+        /// The subscription as its browser made it, checked.
+        subscription: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// A device's subscription is dropped: it opted out, or the push service
+    /// said it is gone.
+    PushUnsubscribed {
+        /// The device's id.
+        device: String,
+    },
     /// Deletes resolved questions (not held ones) and messages older than
     /// `before_ms`.
     Prune {
@@ -286,6 +302,8 @@ pub struct Restored {
     pub transcripts: Vec<(String, TranscriptEntry)>,
     /// The paired devices not revoked, oldest first.
     pub devices: Vec<DeviceRecord>,
+    /// Their push subscriptions (device id, JSON).
+    pub push_subscriptions: Vec<(String, String)>,
 }
 
 /// A paired device as kept.

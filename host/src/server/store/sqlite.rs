@@ -29,7 +29,7 @@ pub const DATABASE_FILE: &str = "ask-user.db";
 pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -121,6 +121,17 @@ fn add_devices_activity(tx: &Connection) -> rusqlite::Result<()> {
 const SESSION_INDEX_RESOLVED_ONLY: &str = "
 DROP INDEX IF EXISTS questions_session;
 CREATE INDEX questions_session ON questions (session, resolved_ms) WHERE outcome IS NOT NULL;
+";
+
+/// Schema 5 (issue 22; 3 and 4 are other branches' steps): each paired
+/// device's push subscription, as its browser made it (JSON), while it wants
+/// notifications. A revoked device's row goes with the revocation.
+const PUSH_SUBSCRIPTIONS: &str = "
+CREATE TABLE IF NOT EXISTS push_subscriptions (
+    device_id TEXT PRIMARY KEY REFERENCES devices (id),
+    subscription TEXT NOT NULL,
+    subscribed_ms INTEGER NOT NULL
+);
 ";
 
 enum Job {
@@ -415,6 +426,7 @@ fn create_schema(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.execute_batch(SCHEMA)?;
     tx.execute_batch(DEVICES)?;
     add_devices_activity(&tx)?;
+    tx.execute_batch(PUSH_SUBSCRIPTIONS)?;
     tx.execute(
         "INSERT INTO schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -455,13 +467,14 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
     }
 }
 
-/// Brings a schema 1, 2 or 3 file to [`SCHEMA_VERSION`] in one transaction,
+/// Brings a schema 1 to 4 file to [`SCHEMA_VERSION`] in one transaction,
 /// the records as they are: 2 (the devices table, `answered_by`), 3 (the
 /// per-session index of resolved questions only), 4 (devices' activity,
-/// `written_by`).
+/// `written_by`), 5 (push subscriptions).
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(DEVICES)?;
+    tx.execute_batch(PUSH_SUBSCRIPTIONS)?;
     if !has_column(&tx, "questions", "answered_by")? {
         tx.execute_batch("ALTER TABLE questions ADD COLUMN answered_by TEXT")?;
     }
@@ -708,6 +721,7 @@ fn load(conn: &Connection, limits: &StoreLimits) -> rusqlite::Result<(Restored, 
     load_open(conn, limits, &mut restored, &mut report)?;
     restored.transcripts = load_transcripts(conn)?;
     restored.devices = load_devices(conn)?;
+    restored.push_subscriptions = load_push_subscriptions(conn)?;
     Ok((restored, report))
 }
 
@@ -800,6 +814,25 @@ fn load_devices(conn: &Connection) -> rusqlite::Result<Vec<super::DeviceRecord>>
             last_answer_ms: row.get::<_, Option<i64>>(6)?.map(|ms| ms as u64),
         })
     })?;
+    rows.collect()
+}
+
+/// The push subscriptions of devices not revoked, by device id (none in a
+/// file older than schema 5 opened read-only).
+fn load_push_subscriptions(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    let exists: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'push_subscriptions'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let mut statement = conn.prepare(
+        "SELECT p.device_id, p.subscription FROM push_subscriptions p \
+         JOIN devices d ON d.id = p.device_id WHERE d.revoked_ms IS NULL",
+    )?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
     rows.collect()
 }
 
@@ -1450,11 +1483,29 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                  WHERE id = ?1 AND ifnull(last_answer_ms, 0) < ?2",
             )?
             .execute(params![id, *at_ms as i64])?,
-        Write::DeviceRevoked { id, at_ms } => conn
-            .prepare_cached(
+        Write::DeviceRevoked { id, at_ms } => {
+            conn.prepare_cached("DELETE FROM push_subscriptions WHERE device_id = ?1")?
+                .execute([id])?;
+            conn.prepare_cached(
                 "UPDATE devices SET revoked_ms = ?2 WHERE id = ?1 AND revoked_ms IS NULL",
             )?
-            .execute(params![id, *at_ms as i64])?,
+            .execute(params![id, *at_ms as i64])?
+        }
+        Write::PushSubscribed {
+            device,
+            subscription,
+            at_ms,
+        } => conn
+            .prepare_cached(
+                "INSERT INTO push_subscriptions (device_id, subscription, subscribed_ms) \
+                 SELECT ?1, ?2, ?3 WHERE EXISTS \
+                 (SELECT 1 FROM devices WHERE id = ?1 AND revoked_ms IS NULL) \
+                 ON CONFLICT (device_id) DO UPDATE SET subscription = ?2, subscribed_ms = ?3",
+            )?
+            .execute(params![device, subscription, *at_ms as i64])?,
+        Write::PushUnsubscribed { device } => conn
+            .prepare_cached("DELETE FROM push_subscriptions WHERE device_id = ?1")?
+            .execute([device])?,
         Write::Prune { before_ms } => {
             let before = *before_ms as i64;
             conn.prepare_cached(

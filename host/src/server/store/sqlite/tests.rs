@@ -493,13 +493,13 @@ fn schema_version_of(dir: &Path) -> i64 {
 }
 
 #[tokio::test]
-async fn a_schema_2_file_becomes_schema_4_and_keeps_devices_last_seen_and_last_answer_and_who_wrote_a_message()
+async fn a_schema_2_file_becomes_the_current_schema_and_keeps_devices_last_seen_and_last_answer_and_who_wrote_a_message()
  {
     let dir = TempDir::new();
     schema_2_file(&dir.0);
     let store = SqliteStore::open(&dir.0).unwrap();
     assert_eq!(schema_version_of(&dir.0), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let device = &store.restored().devices[0];
     assert_eq!(
         (device.last_seen_ms, device.last_answer_ms),
@@ -717,7 +717,7 @@ async fn a_schema_2_file_opens_as_the_current_schema_with_the_resolved_only_sess
         })
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let index: String = conn
         .query_row(
             "SELECT sql FROM sqlite_master WHERE name = 'questions_session'",
@@ -802,4 +802,92 @@ async fn the_journal_starts_over_while_writes_keep_coming_instead_of_growing_to_
         largest < 64 * 1024 * 1024,
         "the WAL grew to {largest} bytes while {written} bytes were written"
     );
+}
+
+fn device(id: &str) -> super::super::DeviceRecord {
+    super::super::DeviceRecord {
+        id: id.to_owned(),
+        name: format!("phone {id}"),
+        agent: "Chrome, Android".to_owned(),
+        credential_sha256: format!("{id:0>64}"),
+        paired_at_ms: 1,
+        last_seen_ms: 1,
+        last_answer_ms: None,
+    }
+}
+
+#[tokio::test]
+async fn push_subscriptions_come_back_with_their_device_and_go_with_an_opt_out_or_a_revocation() {
+    let dir = TempDir::new();
+    {
+        let store = SqliteStore::open(&dir.0).unwrap();
+        for id in ["d_a", "d_b", "d_c"] {
+            assert!(kept(&store, Write::DevicePaired(device(id))).await);
+        }
+        for id in ["d_a", "d_b", "d_c", "d_unknown"] {
+            kept(
+                &store,
+                Write::PushSubscribed {
+                    device: id.to_owned(),
+                    subscription: format!("{{\"endpoint\":\"{id}\"}}"),
+                    at_ms: 2,
+                },
+            )
+            .await;
+        }
+        // A second subscription replaces the first.
+        kept(
+            &store,
+            Write::PushSubscribed {
+                device: "d_a".to_owned(),
+                subscription: "{\"endpoint\":\"d_a new\"}".to_owned(),
+                at_ms: 3,
+            },
+        )
+        .await;
+        kept(
+            &store,
+            Write::PushUnsubscribed {
+                device: "d_b".to_owned(),
+            },
+        )
+        .await;
+        kept(
+            &store,
+            Write::DeviceRevoked {
+                id: "d_c".to_owned(),
+                at_ms: 4,
+            },
+        )
+        .await;
+    }
+    let store = SqliteStore::open(&dir.0).unwrap();
+    assert_eq!(
+        store.restored().push_subscriptions,
+        [("d_a".to_owned(), "{\"endpoint\":\"d_a new\"}".to_owned())],
+        "d_b opted out, d_c was revoked, d_unknown was never paired"
+    );
+}
+
+#[test]
+fn a_schema_2_file_gains_the_push_subscriptions_and_is_marked_the_current_schema() {
+    let dir = TempDir::new();
+    {
+        let mut conn = Connection::open(dir.0.join(DATABASE_FILE)).unwrap();
+        let tx = conn.transaction().unwrap();
+        tx.execute_batch(SCHEMA).unwrap();
+        tx.execute_batch(DEVICES).unwrap();
+        tx.execute("INSERT INTO schema_version (version) VALUES (2)", [])
+            .unwrap();
+        tx.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID}"))
+            .unwrap();
+        tx.commit().unwrap();
+    }
+    drop(SqliteStore::open(&dir.0).unwrap());
+    let conn = Connection::open(dir.0.join(DATABASE_FILE)).unwrap();
+    let version: i64 = conn
+        .query_row("SELECT max(version) FROM schema_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    assert!(has_column(&conn, "push_subscriptions", "subscription").unwrap());
 }

@@ -1,0 +1,554 @@
+//! Push at run time: the subscriptions of the devices that asked for
+//! notifications, the routes a device opts in and out with, and the task that
+//! pushes each new batch to them (and closes its notification once the batch
+//! is resolved anywhere).
+
+use super::presence::PresenceReport;
+use super::{Delivery, EndpointPolicy, PushMessage, Sender, Subscription, Urgency, VapidKey};
+use crate::server::devices::Credential;
+use crate::server::error::ApiError;
+use crate::server::extract::BodyText;
+use crate::server::state::AppState;
+use crate::server::store::{Write, now_ms};
+use ask_user_core::UserInteractionError;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post, put};
+use axum::{Extension, Json, Router};
+use serde::Serialize;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The `sub` of every VAPID JWT: where a push service can find who sends.
+pub const CONTACT: &str = env!("CARGO_PKG_REPOSITORY");
+
+/// How push is set up for a run (`--remote` turns it on).
+#[derive(Debug, Clone, Default)]
+pub struct PushConfig {
+    /// Where the VAPID key is kept (the data directory); `None` keeps it for
+    /// this run only (`--ephemeral`).
+    pub key_dir: Option<PathBuf>,
+    /// Where subscriptions may point.
+    pub policy: EndpointPolicy,
+}
+
+/// The run's push state.
+pub struct Push {
+    config: PushConfig,
+    key: Mutex<Option<VapidKey>>,
+    /// `None` when it could not be made (the system's roots unreadable).
+    client: Option<super::PushClient>,
+    /// By device id.
+    subscriptions: Mutex<HashMap<String, Subscription>>,
+}
+
+impl std::fmt::Debug for Push {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Push").finish_non_exhaustive()
+    }
+}
+
+impl Push {
+    /// Push for `config`, with the subscriptions the store kept (device id,
+    /// JSON; unreadable ones are skipped with a warning).
+    pub fn new(config: PushConfig, kept: &[(String, String)]) -> Self {
+        let subscriptions = kept
+            .iter()
+            .filter_map(|(device, json)| match serde_json::from_str(json) {
+                Ok(subscription) => Some((device.clone(), subscription)),
+                Err(error) => {
+                    tracing::warn!(%device, %error, "a kept push subscription is unreadable; the device must subscribe again");
+                    None
+                }
+            })
+            .collect();
+        let client = super::client()
+            .inspect_err(
+                |error| tracing::warn!(%error, "push: no HTTP client, nothing will be pushed"),
+            )
+            .ok();
+        Self {
+            config,
+            key: Mutex::new(None),
+            client,
+            subscriptions: Mutex::new(subscriptions),
+        }
+    }
+
+    /// The VAPID key, made (and kept) on first use.
+    pub fn key(&self) -> Result<VapidKey, String> {
+        let mut key = self.key.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(key) = key.as_ref() {
+            return Ok(key.clone());
+        }
+        let made = match &self.config.key_dir {
+            Some(dir) => VapidKey::load_or_create(dir)?,
+            None => VapidKey::generate(),
+        };
+        *key = Some(made.clone());
+        Ok(made)
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
+        self.subscriptions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `device` asked for notifications.
+    pub fn subscribed(&self, device: &str) -> bool {
+        self.subscriptions().contains_key(device)
+    }
+
+    /// Forgets `device`'s subscription (it was revoked).
+    pub fn forget(&self, device: &str) {
+        self.subscriptions().remove(device);
+    }
+}
+
+/// Whether this binary can reach `https` push services (the `push-tls` feature).
+pub const HAS_TLS_CLIENT: bool = cfg!(feature = "push-tls");
+
+/// The routes (behind a credential).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/push/key", get(key))
+        .route(
+            "/api/push/subscription",
+            put(subscribe).get(subscription_status).delete(unsubscribe),
+        )
+        .route("/api/presence", post(presence))
+}
+
+/// `POST /api/presence`: a page says whether the person is looking at it
+/// (see [`super::presence`]). Taken with or without push.
+async fn presence(
+    State(state): State<AppState>,
+    BodyText(body): BodyText,
+) -> Result<StatusCode, ApiError> {
+    let report: PresenceReport = serde_json::from_str(&body)
+        .map_err(|e| UserInteractionError::bad_request(format!("presence: {e}")))?;
+    let id_ok = !report.page.is_empty()
+        && report.page.len() <= super::presence::MAX_PAGE_ID
+        && report
+            .page
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if !id_ok {
+        return Err(UserInteractionError::bad_request(format!(
+            "presence: page must be 1 to {} characters of A-Z a-z 0-9 - _",
+            super::presence::MAX_PAGE_ID
+        ))
+        .into());
+    }
+    state.presence().report(&report, std::time::Instant::now());
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn push_of(state: &AppState) -> Result<&Arc<Push>, ApiError> {
+    state.push().ok_or_else(|| {
+        ApiError::NotFound(
+            "push: this host has no --remote origin, so no paired device to push to".to_owned(),
+        )
+    })
+}
+
+fn device_of(credential: &Credential) -> Result<String, ApiError> {
+    match credential {
+        Credential::Device(device) => Ok(device.record.id.clone()),
+        Credential::Master => Err(ApiError::Forbidden(
+            "push subscriptions belong to a paired device: subscribe from the device's page \
+             (the --remote origin)"
+                .to_owned(),
+        )),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct KeyBody {
+    /// The VAPID public key: the page's `applicationServerKey`.
+    public_key: String,
+}
+
+async fn key(State(state): State<AppState>) -> Result<Json<KeyBody>, ApiError> {
+    let key = push_of(&state)?
+        .key()
+        .map_err(|why| ApiError::Store(crate::server::store::StoreError::Unavailable(why)))?;
+    Ok(Json(KeyBody {
+        public_key: key.public_key().to_owned(),
+    }))
+}
+
+#[derive(Debug, Serialize)]
+struct StatusBody {
+    subscribed: bool,
+}
+
+async fn subscription_status(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+) -> Result<Json<StatusBody>, ApiError> {
+    let push = push_of(&state)?;
+    let device = device_of(&credential)?;
+    Ok(Json(StatusBody {
+        subscribed: push.subscribed(&device),
+    }))
+}
+
+async fn subscribe(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+    BodyText(body): BodyText,
+) -> Result<StatusCode, ApiError> {
+    let push = push_of(&state)?;
+    let device = device_of(&credential)?;
+    let subscription: Subscription = serde_json::from_str(&body)
+        .map_err(|e| UserInteractionError::bad_request(format!("push subscription: {e}")))?;
+    subscription
+        .validate(push.config.policy)
+        .map_err(|e| UserInteractionError::bad_request(format!("push subscription: {e}")))?;
+    if !HAS_TLS_CLIENT && subscription.endpoint.starts_with("https:") {
+        return Err(UserInteractionError::bad_request(
+            "push subscription: this ask-user binary was built without a TLS client (the host's \
+             push-tls feature), so it cannot reach https push services; build it with \
+             `cargo install` or `cargo build` (default features)"
+                .to_owned(),
+        )
+        .into());
+    }
+    let json = serde_json::to_string(&subscription).expect("a subscription serialises");
+    state
+        .record()
+        .submit(Write::PushSubscribed {
+            device: device.clone(),
+            subscription: json,
+            at_ms: now_ms(),
+        })
+        .kept()
+        .await
+        .map_err(ApiError::Store)?;
+    push.subscriptions().insert(device.clone(), subscription);
+    tracing::info!(%device, "push: the device asked for notifications");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn unsubscribe(
+    State(state): State<AppState>,
+    Extension(credential): Extension<Credential>,
+) -> Result<StatusCode, ApiError> {
+    let push = push_of(&state)?;
+    let device = device_of(&credential)?;
+    drop_subscription(&state, push, &device).await;
+    tracing::info!(%device, "push: the device stopped notifications");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn drop_subscription(state: &AppState, push: &Push, device: &str) {
+    push.subscriptions().remove(device);
+    if let Err(error) = state
+        .record()
+        .submit(Write::PushUnsubscribed {
+            device: device.to_owned(),
+        })
+        .kept()
+        .await
+    {
+        tracing::warn!(%device, error = %crate::logged::logged(&error), "push: dropping the subscription was not kept");
+    }
+}
+
+/// A batch waiting for the person, as a push announces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// The ask's id.
+    pub id: String,
+    /// Its session.
+    pub session: String,
+    /// Who asks.
+    pub who: String,
+    /// The first question's header, else its text.
+    pub text: String,
+    /// How many questions.
+    pub count: usize,
+    /// The one question's id and option labels, when it is single-select
+    /// (the notification's buttons; see [`PushMessage::ask_with_choices`]).
+    pub choices: Option<(String, Vec<String>)>,
+}
+
+/// Decides what to push as batches come and go: each batch that arrives while
+/// nobody is present once, and a closing follow-up for each pushed batch once
+/// it is no longer waiting. Pure: the task feeds it what waits now.
+#[derive(Debug, Default)]
+pub struct Dispatcher {
+    /// Every batch seen waiting (pushed or not), by id.
+    seen: HashSet<String>,
+    /// The pushed ones still waiting: id → session.
+    pushed: HashMap<String, String>,
+}
+
+impl Dispatcher {
+    /// What to send now that `waiting` waits and the person is (or is not)
+    /// `present`.
+    pub fn step(&mut self, waiting: &[Waiting], present: bool) -> Vec<PushMessage> {
+        let mut out = Vec::new();
+        let now: HashSet<&str> = waiting.iter().map(|w| w.id.as_str()).collect();
+        let gone: Vec<String> = self
+            .pushed
+            .keys()
+            .filter(|id| !now.contains(id.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            if let Some(session) = self.pushed.remove(&id) {
+                out.push(PushMessage::close(&session, &id));
+            }
+        }
+        self.seen.retain(|id| now.contains(id.as_str()));
+        for batch in waiting {
+            if !self.seen.insert(batch.id.clone()) {
+                continue;
+            }
+            // Arrived while the person looks: the page's own signals do it.
+            if present {
+                continue;
+            }
+            out.push(PushMessage::ask_with_choices(
+                &batch.session,
+                &batch.id,
+                &batch.who,
+                &batch.text,
+                batch.count,
+                batch
+                    .choices
+                    .as_ref()
+                    .map(|(item, labels)| (item.as_str(), labels.as_slice())),
+            ));
+            self.pushed.insert(batch.id.clone(), batch.session.clone());
+        }
+        out
+    }
+}
+
+/// Every batch waiting now, across sessions.
+fn waiting_now(state: &AppState) -> Vec<Waiting> {
+    let pending = state.pending();
+    let list = pending.sessions(now_ms());
+    let mut waiting = Vec::new();
+    for entry in list.sessions.iter().filter(|s| s.pending > 0) {
+        for question in pending.snapshot(&entry.id) {
+            let first = question.request.questions.first();
+            let text = first
+                .map(|q| q.header.clone().unwrap_or_else(|| q.question.clone()))
+                .unwrap_or_default();
+            waiting.push(Waiting {
+                id: question.id.clone(),
+                session: question.session.clone(),
+                who: question
+                    .asked_by
+                    .as_ref()
+                    .map(|a| a.name.clone())
+                    .unwrap_or_else(|| "An agent".to_owned()),
+                text,
+                count: question.request.questions.len(),
+                choices: first
+                    .filter(|q| {
+                        !q.multi_select.unwrap_or(false)
+                            && q.intent.is_none()
+                            && !q.options().is_empty()
+                    })
+                    .map(|q| {
+                        (
+                            q.id.clone(),
+                            q.options().iter().map(|o| o.label.clone()).collect(),
+                        )
+                    }),
+            });
+        }
+    }
+    waiting
+}
+
+/// Starts the task that pushes (when push or `--ntfy` is on): it wakes
+/// whenever the sessions change, and stops at shutdown.
+pub fn spawn(state: &AppState) {
+    let push = state.push().cloned();
+    let ntfy = state.config().ntfy.clone();
+    if push.is_none() && ntfy.is_none() {
+        return;
+    }
+    let ntfy = ntfy.and_then(|target| match super::client() {
+        Ok(client) => Some((target, Arc::new(client))),
+        Err(error) => {
+            tracing::warn!(%error, "ntfy: no HTTP client, nothing will be posted");
+            None
+        }
+    });
+    let state = state.clone();
+    let mut changes = state.pending().inbox();
+    let shutdown = state.shutdown_token();
+    tokio::spawn(async move {
+        let mut dispatcher = Dispatcher::default();
+        loop {
+            let present = state.presence().present(std::time::Instant::now());
+            let messages = dispatcher.step(&waiting_now(&state), present);
+            for message in messages {
+                if let Some((target, client)) = &ntfy {
+                    post_to_ntfy(&state, target, client, &message);
+                }
+                if let Some(push) = &push {
+                    send_to_all(&state, push, message);
+                }
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                changed = changes.changed() => if changed.is_err() { return },
+            }
+        }
+    });
+}
+
+/// Posts an ask to the `--ntfy` topic (closing follow-ups have no ntfy
+/// counterpart); logged without the message or the topic.
+fn post_to_ntfy(
+    state: &AppState,
+    target: &super::ntfy::NtfyTarget,
+    client: &Arc<super::PushClient>,
+    message: &PushMessage,
+) {
+    let base = match &state.config().remote {
+        Some(remote) => remote.origin.clone(),
+        None => format!("http://127.0.0.1:{}", state.config().port),
+    };
+    let Some(body) = target.body(message, &base) else {
+        return;
+    };
+    let (target, client) = (target.clone(), client.clone());
+    tokio::spawn(async move {
+        match target.publish(&client, body).await {
+            Ok(status) if (200..300).contains(&status) => {
+                tracing::info!(status, "ntfy: posted")
+            }
+            Ok(status) => tracing::warn!(status, "ntfy: refused by the server"),
+            Err(error) => {
+                tracing::warn!(error = %crate::logged::logged(&error), "ntfy: the server could not be reached")
+            }
+        }
+    });
+}
+
+/// Sends `message` to every opted-in device still paired, each in a task of
+/// its own; a subscription the push service says is gone is dropped.
+fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
+    let paired: HashSet<String> = state
+        .devices()
+        .list()
+        .iter()
+        .map(|d| d.record.id.clone())
+        .collect();
+    let targets: Vec<(String, Subscription)> = push
+        .subscriptions()
+        .iter()
+        .filter(|(device, _)| paired.contains(*device))
+        .map(|(d, s)| (d.clone(), s.clone()))
+        .collect();
+    if targets.is_empty() {
+        return;
+    }
+    let key = match push.key() {
+        Ok(key) => key,
+        Err(error) => {
+            tracing::warn!(error = %crate::logged::logged(&error), "push: no VAPID key, nothing sent");
+            return;
+        }
+    };
+    let (kind, urgency) = match &message {
+        PushMessage::Ask { .. } => ("ask", Urgency::High),
+        PushMessage::Close { .. } => ("close", Urgency::Normal),
+    };
+    // As long as the host keeps a detached question: past it the question is gone.
+    let ttl = state.config().detach_grace.max(Duration::from_secs(60));
+    for (device, subscription) in targets {
+        let (state, push, key, message) =
+            (state.clone(), push.clone(), key.clone(), message.clone());
+        tokio::spawn(async move {
+            let Some(client) = &push.client else {
+                return;
+            };
+            let sender = Sender {
+                client,
+                key: &key,
+                contact: CONTACT,
+                policy: push.config.policy,
+            };
+            let delivery = sender.deliver(&subscription, &message, ttl, urgency).await;
+            // Logged without its payload.
+            match &delivery {
+                Delivery::Accepted(status) => {
+                    tracing::info!(%device, kind, status, "push: sent")
+                }
+                Delivery::Gone(status) => {
+                    tracing::info!(%device, kind, status, "push: the subscription is gone; dropped");
+                    drop_subscription(&state, &push, &device).await;
+                }
+                Delivery::Refused(status) => {
+                    tracing::warn!(%device, kind, status, "push: refused by the push service")
+                }
+                Delivery::Unreachable(error) => {
+                    tracing::warn!(%device, kind, error = %crate::logged::logged(error), "push: the push service could not be reached")
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(id: &str) -> Waiting {
+        Waiting {
+            id: id.to_owned(),
+            session: "s".to_owned(),
+            who: "claude-code".to_owned(),
+            text: "Ship it?".to_owned(),
+            count: 1,
+            choices: None,
+        }
+    }
+
+    fn kinds(messages: &[PushMessage]) -> Vec<String> {
+        messages
+            .iter()
+            .map(|m| match m {
+                PushMessage::Ask { question, .. } => format!("ask {question}"),
+                PushMessage::Close { tag } => format!("close {tag}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_pushed_once_while_nobody_looks_and_closed_once_resolved() {
+        let mut dispatcher = Dispatcher::default();
+        assert_eq!(kinds(&dispatcher.step(&[batch("a")], false)), ["ask a"]);
+        assert!(dispatcher.step(&[batch("a")], false).is_empty());
+        assert_eq!(
+            kinds(&dispatcher.step(&[batch("a"), batch("b")], false)),
+            ["ask b"]
+        );
+        assert_eq!(
+            kinds(&dispatcher.step(&[batch("b")], false)),
+            ["close ask-user:s:a"]
+        );
+        assert_eq!(kinds(&dispatcher.step(&[], true)), ["close ask-user:s:b"]);
+        assert!(dispatcher.step(&[], false).is_empty());
+    }
+
+    #[test]
+    fn a_batch_that_arrives_while_the_person_looks_is_never_pushed_nor_closed() {
+        let mut dispatcher = Dispatcher::default();
+        assert!(dispatcher.step(&[batch("a")], true).is_empty());
+        // The person looks away: the batch they already saw is not pushed late.
+        assert!(dispatcher.step(&[batch("a")], false).is_empty());
+        assert!(dispatcher.step(&[], false).is_empty());
+    }
+}

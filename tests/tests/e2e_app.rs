@@ -1,0 +1,385 @@
+//! The installable app, in real Chromium: through the TLS front of issue 21
+//! (`https://phone.test:PORT`, a real secure context) the page registers its
+//! service worker, which takes control and caches the page's hashed files;
+//! Chromium's installability check (`Page.getInstallabilityErrors`) finds
+//! nothing missing; no Content-Security-Policy violation; and with the host
+//! gone the app says plainly that it cannot reach it. On loopback, the app
+//! badge counts the open questions of every session.
+//!
+//! Browser tests: plain `cargo test` lists them as ignored; `cargo xtask test`
+//! runs them with `ASK_USER_E2E_DIST` naming the build.
+
+use ask_user_tests::browser::{Browser, e2e_dist};
+use ask_user_tests::host_process::HostProcess;
+use ask_user_tests::tls_front::{self, PHONE_HOST, TestCert, TlsFront};
+use serde_json::{Value, json};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Evaluates `script` until it returns a truthy value (its value), or fails
+/// naming `what` and showing the page's text.
+async fn wait_js(browser: &Browser, what: &str, script: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let value = browser
+            .client()
+            .execute(script, vec![])
+            .await
+            .unwrap_or(Value::Null);
+        let truthy = match &value {
+            Value::Null | Value::Bool(false) => false,
+            Value::String(s) => !s.is_empty(),
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            _ => true,
+        };
+        if truthy {
+            return value;
+        }
+        if Instant::now() > deadline {
+            let text = browser.body_text().await.unwrap_or_default();
+            panic!("gave up waiting for {what}; the page shows:\n{text}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Runs an async `script` (its last argument is the callback) and returns what it passed.
+async fn run_async(browser: &Browser, script: &str) -> Value {
+    browser
+        .client()
+        .execute_async(script, vec![])
+        .await
+        .unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+fn screenshots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&dir).expect("the screenshots folder can be made");
+    dir
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn through_the_tls_front_the_app_is_installable_its_worker_caches_the_page_and_says_when_the_host_is_gone()
+ {
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let mut host =
+        HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
+    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
+    front.forward_to(backend);
+
+    let mut args = cert.chromium_args();
+    args.push("--lang=en-US".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let browser = Browser::launch_with_args(&args)
+        .await
+        .expect("Chromium starts");
+    let origin = front.origin();
+    browser.goto(&format!("{origin}/")).await.unwrap();
+
+    // The worker takes control of the page and has cached its hashed files.
+    wait_js(
+        &browser,
+        "the service worker to control the page",
+        "return navigator.serviceWorker.controller && navigator.serviceWorker.controller.scriptURL",
+    )
+    .await;
+    let cached = run_async(
+        &browser,
+        "const done = arguments[arguments.length - 1];
+         caches.open('ask-user-page-v1').then(c => c.keys())
+           .then(keys => done(keys.map(k => new URL(k.url).pathname).sort()));",
+    )
+    .await;
+    let cached: Vec<&str> = cached
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let index = std::fs::read_to_string(e2e_dist().join("index.html")).unwrap();
+    for suffix in ["_bg.wasm", ".js", ".css"] {
+        let file = cached
+            .iter()
+            .find(|f| f.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no cached {suffix} file in {cached:?}"));
+        assert!(index.contains(*file), "{file} is one of the page's files");
+    }
+    assert!(
+        !cached.iter().any(|f| *f == "/" || f.starts_with("/api")),
+        "only the hashed files are cached: {cached:?}"
+    );
+
+    // Chromium's own installability check: the manifest, its icons, the worker.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let errors = loop {
+        let result = browser
+            .cdp("Page.getInstallabilityErrors", json!({}))
+            .await
+            .unwrap();
+        let errors = result["installabilityErrors"].as_array().unwrap().clone();
+        if errors.is_empty() || Instant::now() > deadline {
+            break errors;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert!(errors.is_empty(), "installability errors: {errors:?}");
+    let manifest = browser.cdp("Page.getAppManifest", json!({})).await.unwrap();
+    assert_eq!(
+        manifest["url"],
+        json!(format!("{origin}/manifest.webmanifest")),
+        "{manifest}"
+    );
+    assert_eq!(manifest["errors"], json!([]), "{manifest}");
+    let theme = browser
+        .client()
+        .execute(
+            "return [...document.querySelectorAll('meta[name=theme-color]')].map(m => m.media + ' ' + m.content)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        theme,
+        json!([
+            "(prefers-color-scheme: light) #eef0f3",
+            "(prefers-color-scheme: dark) #131519"
+        ])
+    );
+
+    // The document's policy through the front: the worker and the manifest
+    // from this origin, nothing wider; and the browser saw no violation.
+    let reply = tls_front::https(
+        &cert,
+        front.port(),
+        tls_front::request(
+            "GET",
+            &format!("{PHONE_HOST}:{}", front.port()),
+            "/",
+            &[],
+            "",
+        ),
+    )
+    .await;
+    let policy = reply.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        policy.contains("; worker-src 'self'; manifest-src 'self'; "),
+        "{policy}"
+    );
+    assert!(policy.starts_with("default-src 'none'; "), "{policy}");
+    let errors = browser.page_errors().await.unwrap();
+    let violations: Vec<&String> = errors
+        .iter()
+        .filter(|e| e.contains("CSP violation"))
+        .collect();
+    assert!(violations.is_empty(), "{violations:?}");
+
+    // The host stops: the app, opened again, says so instead of a browser error page.
+    host.terminate_and_wait();
+    browser.goto(&format!("{origin}/")).await.unwrap();
+    let notice = wait_js(
+        &browser,
+        "the worker's notice",
+        "const p = document.querySelector('[data-auq=unreachable]'); return p && p.textContent",
+    )
+    .await;
+    let notice = notice.as_str().unwrap();
+    assert!(
+        notice.starts_with(&format!(
+            "Nothing answers at {PHONE_HOST}:{}: the host may have stopped",
+            front.port()
+        )),
+        "{notice}"
+    );
+    let styled = browser
+        .client()
+        .execute(
+            "return getComputedStyle(document.querySelector('main')).maxWidth",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        styled,
+        json!("560px"),
+        "the notice's style is allowed by its hash"
+    );
+    let errors = browser.page_errors().await.unwrap();
+    let violations: Vec<&String> = errors
+        .iter()
+        .filter(|e| e.contains("CSP violation"))
+        .collect();
+    assert!(violations.is_empty(), "{violations:?}");
+    browser
+        .screenshot(&screenshots().join("app-host-unreachable.png"))
+        .await
+        .unwrap();
+    browser.close().await;
+}
+
+/// Records what the page passes to `navigator.setAppBadge` (headless Chromium
+/// has no installed app to badge).
+const RECORD_BADGE: &str = r#"
+navigator.setAppBadge = (n) => { window.__badges = (window.__badges || []).concat([n]); return Promise.resolve(); };
+navigator.clearAppBadge = () => { window.__badges = (window.__badges || []).concat([0]); return Promise.resolve(); };
+"#;
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn the_app_badge_counts_the_open_questions_of_every_session() {
+    let host = HostProcess::start(&e2e_dist(), &[]).expect("the host starts");
+    let browser = Browser::launch_with_args(&["--lang=en-US"])
+        .await
+        .expect("Chromium starts");
+    browser
+        .cdp(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": RECORD_BADGE }),
+        )
+        .await
+        .unwrap();
+    browser.goto(host.url()).await.unwrap();
+    browser.wait_for_css("[data-auq=session]").await.unwrap();
+
+    let client = reqwest::Client::new();
+    let mut asks = Vec::new();
+    for (n, session) in ["build", "deploy"].into_iter().enumerate() {
+        let ask = client
+            .post(format!("{}/api/sessions/{session}/ask", host.origin()))
+            .bearer_auth(host.token().unwrap())
+            .json(
+                &json!({"questions": [{"id": "go", "question": format!("Go on with {session}?"),
+                "options": [{"label": "Yes"}, {"label": "No"}]}]}),
+            )
+            .send();
+        asks.push(tokio::spawn(ask));
+        let want = n + 1;
+        wait_js(
+            &browser,
+            &format!("the badge at {want}"),
+            &format!("return (window.__badges || []).at(-1) === {want}"),
+        )
+        .await;
+    }
+    let badges = browser
+        .client()
+        .execute("return window.__badges", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        badges.as_array().unwrap().last(),
+        Some(&json!(2)),
+        "{badges}"
+    );
+    for ask in asks {
+        ask.abort();
+    }
+    browser.close().await;
+}
+
+/// Delivers `message` to the page's service worker as a push (CDP), trying
+/// the first registration ids a fresh profile hands out.
+async fn deliver_push(browser: &Browser, origin: &str, message: &Value) {
+    browser
+        .cdp("ServiceWorker.enable", json!({}))
+        .await
+        .unwrap();
+    let mut last = String::new();
+    for id in ["0", "1", "2"] {
+        match browser
+            .cdp(
+                "ServiceWorker.deliverPushMessage",
+                json!({"origin": origin, "registrationId": id, "data": message.to_string()}),
+            )
+            .await
+        {
+            Ok(_) => return,
+            Err(e) => last = e.to_string(),
+        }
+    }
+    panic!("no service worker registration took the push: {last}");
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn a_push_shows_a_notification_for_the_question_and_its_follow_up_closes_it() {
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let host =
+        HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
+    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
+    front.forward_to(backend);
+    let mut args = cert.chromium_args();
+    args.push("--lang=en-US".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let browser = Browser::launch_with_args(&args)
+        .await
+        .expect("Chromium starts");
+    let origin = front.origin();
+    browser
+        .cdp(
+            "Browser.grantPermissions",
+            json!({"origin": origin, "permissions": ["notifications"]}),
+        )
+        .await
+        .unwrap();
+    browser.goto(&format!("{origin}/")).await.unwrap();
+    wait_js(
+        &browser,
+        "the service worker to control the page",
+        "return navigator.serviceWorker.controller !== null",
+    )
+    .await;
+
+    let tag = "ask-user:deploy:q_1";
+    deliver_push(
+        &browser,
+        &origin,
+        &json!({"kind": "ask", "tag": tag, "session": "deploy", "question": "q_1",
+                "who": "claude-code", "text": "Ship it to production?", "count": 1,
+                "url": "/?session=deploy&q=q_1", "item": "ship",
+                "choices": ["Yes (Recommended)", "No"]}),
+    )
+    .await;
+    let shown = notifications_until(&browser, "the notification", |n| !n.is_empty()).await;
+    assert_eq!(
+        shown,
+        json!([{"title": "claude-code asks", "body": "Ship it to production?",
+                "tag": tag, "url": "/?session=deploy&q=q_1",
+                // The options as buttons, the recommended one with its badge word.
+                "actions": ["Yes (Recommended)", "No"]}])
+    );
+
+    deliver_push(&browser, &origin, &json!({"kind": "close", "tag": tag})).await;
+    notifications_until(&browser, "the notification to close", |n| n.is_empty()).await;
+    browser.close().await;
+}
+
+/// The service worker's notifications (title, body, tag, url), once `done` says so.
+async fn notifications_until(
+    browser: &Browser,
+    what: &str,
+    done: impl Fn(&Vec<Value>) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let shown = run_async(
+            browser,
+            "const done = arguments[arguments.length - 1];
+             navigator.serviceWorker.ready.then(r => r.getNotifications()).then(ns =>
+               done(ns.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url,
+                                  actions: (n.actions || []).map(a => a.title)}))));",
+        )
+        .await;
+        if done(shown.as_array().unwrap()) {
+            return shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "gave up waiting for {what}: {shown}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
