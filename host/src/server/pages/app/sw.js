@@ -18,7 +18,8 @@ self.addEventListener("install", (event) => {
         const index = await fetch("/", { cache: "no-store", credentials: "omit" });
         const html = await index.text();
         const files = new Set();
-        for (const m of html.matchAll(/(?:href|src)="(\/[^"]+)"/g)) {
+        // Quoted or not: Trunk's release build minifies the index.
+        for (const m of html.matchAll(/(?:href|src)=["']?(\/[^"'\s>]+)/g)) {
           if (HASHED.test(m[1])) files.add(m[1]);
         }
         await cache.addAll([...files]);
