@@ -364,8 +364,8 @@ fn dist_build(ctx: &Ctx) -> Command {
 ///
 /// Static, because the binary then runs on any Linux whatever its glibc, and
 /// because a dynamic glibc is 2 MiB of what an idle host keeps mapped (libc,
-/// libm and the loader, mapped in 64 KiB windows): idle VmRSS 9.2 → 8.3 MiB,
-/// and 7.8 MiB with packed relocations (docs/performance.md, "Idle memory").
+/// libm and the loader, mapped in 64 KiB windows): idle VmRSS 9.0 → 7.3 MiB
+/// on the same build (docs/performance.md, "The one binary").
 /// Names are still resolved by glibc's built-in `files` and `dns` sources.
 fn static_target() -> Option<String> {
     (cfg!(target_os = "linux") && cfg!(target_env = "gnu"))
