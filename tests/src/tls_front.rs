@@ -313,3 +313,95 @@ pub fn request(
         .body(Full::new(Bytes::from(body.to_owned())))
         .expect("a well-formed request")
 }
+
+/// A Pixel's user agent, as a phone's requests carry it.
+pub const PIXEL_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
+
+/// A request from a phone through `front`: the Pixel's user agent, the
+/// front's origin, JSON `body` (none when null), the device's `cookie` pair.
+pub async fn phone_request(
+    cert: &TestCert,
+    front: &TlsFront,
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    body: &serde_json::Value,
+) -> Reply {
+    let origin = front.origin();
+    let mut headers = vec![
+        ("user-agent", PIXEL_UA),
+        ("content-type", "application/json"),
+        ("origin", origin.as_str()),
+    ];
+    if let Some(cookie) = cookie {
+        headers.push(("cookie", cookie));
+    }
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let authority = format!("{PHONE_HOST}:{}", front.port());
+    https(
+        cert,
+        front.port(),
+        request(method, &authority, path, &headers, &body),
+    )
+    .await
+}
+
+/// Pairs a phone named `name` through `front` as a person would: a pairing
+/// opened on loopback with `host`'s token, claimed by the phone, approved on
+/// loopback, collected by the phone. Returns the device's id and its cookie
+/// pair (`name=value`).
+pub async fn pair_phone(
+    host: &crate::http_host::TestHost,
+    cert: &TestCert,
+    front: &TlsFront,
+    name: &str,
+) -> (String, String) {
+    let (status, body) = host.post("/api/pairings", "{}").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let (id, code) = (body["id"].as_str().unwrap(), body["code"].as_str().unwrap());
+    let claim = phone_request(
+        cert,
+        front,
+        "POST",
+        "/api/pair/claim",
+        None,
+        &serde_json::json!({"code": code, "name": name}),
+    )
+    .await;
+    assert_eq!(
+        claim.status,
+        hyper::StatusCode::ACCEPTED,
+        "{:?}",
+        claim.body
+    );
+    let (status, _) = host
+        .post(&format!("/api/pairings/{id}/approve"), "{}")
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    let collected = phone_request(
+        cert,
+        front,
+        "POST",
+        "/api/pair/collect",
+        None,
+        &serde_json::json!({"code": code}),
+    )
+    .await;
+    assert_eq!(
+        collected.status,
+        hyper::StatusCode::OK,
+        "{:?}",
+        collected.body
+    );
+    let set_cookie = collected.headers["set-cookie"].to_str().unwrap();
+    let pair = set_cookie.split(';').next().unwrap().to_owned();
+    let device = collected.json()["device"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (device, pair)
+}

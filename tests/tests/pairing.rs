@@ -7,15 +7,13 @@
 use ask_user_host::server::security::RemoteOrigin;
 use ask_user_tests::http_host::TestHost;
 use ask_user_tests::tls_front::{
-    PHONE_HOST, Reply, TestCert, TlsFront, https, https_open, request,
+    PHONE_HOST, Reply, TestCert, TlsFront, https_open, pair_phone, phone_request, request,
 };
 use http_body_util::BodyExt;
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::time::Duration;
-
-const PIXEL_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
 
 struct Setup {
     host: TestHost,
@@ -85,26 +83,7 @@ impl Setup {
 
     /// A request from the phone, through the front.
     async fn phone(&self, method: &str, path: &str, cookie: Option<&str>, body: &Value) -> Reply {
-        let origin = self.front.origin();
-        let mut headers = vec![
-            ("user-agent", PIXEL_UA),
-            ("content-type", "application/json"),
-            ("origin", origin.as_str()),
-        ];
-        if let Some(cookie) = cookie {
-            headers.push(("cookie", cookie));
-        }
-        let body = if body.is_null() {
-            String::new()
-        } else {
-            body.to_string()
-        };
-        https(
-            &self.cert,
-            self.front.port(),
-            request(method, &self.authority(), path, &headers, &body),
-        )
-        .await
+        phone_request(&self.cert, &self.front, method, path, cookie, body).await
     }
 
     /// A pairing opened on loopback with the token: (id, code, url).
@@ -126,34 +105,7 @@ impl Setup {
     /// Opened, claimed as `name` (from a browser without a device cookie)
     /// and approved: (the device's id, its cookie pair).
     async fn paired_as(&self, name: &str) -> (String, String) {
-        let (id, code, _) = self.open_pairing().await;
-        let claim = self
-            .phone(
-                "POST",
-                "/api/pair/claim",
-                None,
-                &json!({"code": code, "name": name}),
-            )
-            .await;
-        assert_eq!(claim.status, StatusCode::ACCEPTED, "{:?}", claim.body);
-        let (status, _) = self
-            .host
-            .post(&format!("/api/pairings/{id}/approve"), "{}")
-            .await;
-        assert_eq!(status, reqwest::StatusCode::OK);
-        let collected = self
-            .phone("POST", "/api/pair/collect", None, &json!({"code": code}))
-            .await;
-        assert_eq!(collected.status, StatusCode::OK, "{:?}", collected.body);
-        let set_cookie = collected.headers["set-cookie"].to_str().unwrap().to_owned();
-        let pair = set_cookie.split(';').next().unwrap().to_owned();
-        (
-            collected.json()["device"]["id"]
-                .as_str()
-                .unwrap()
-                .to_owned(),
-            pair,
-        )
+        pair_phone(&self.host, &self.cert, &self.front, name).await
     }
 }
 

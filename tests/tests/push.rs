@@ -11,13 +11,13 @@ use ask_user_host::server::push::service::PushConfig;
 use ask_user_host::server::security::RemoteOrigin;
 use ask_user_tests::http_host::TestHost;
 use ask_user_tests::push_stub::{PushStub, Received, TestSubscription, verified_vapid};
-use ask_user_tests::tls_front::{PHONE_HOST, Reply, TestCert, TlsFront, https, request};
+use ask_user_tests::tls_front::{
+    PHONE_HOST, Reply, TestCert, TlsFront, https, pair_phone, phone_request, request,
+};
 use hyper::StatusCode;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-const PIXEL_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
 
 struct Setup {
     host: TestHost,
@@ -51,59 +51,12 @@ impl Setup {
 
     /// A request from a device, through the front.
     async fn device(&self, method: &str, path: &str, cookie: Option<&str>, body: &Value) -> Reply {
-        let origin = self.front.origin();
-        let mut headers = vec![
-            ("user-agent", PIXEL_UA),
-            ("content-type", "application/json"),
-            ("origin", origin.as_str()),
-        ];
-        if let Some(cookie) = cookie {
-            headers.push(("cookie", cookie));
-        }
-        let body = if body.is_null() {
-            String::new()
-        } else {
-            body.to_string()
-        };
-        let authority = format!("{PHONE_HOST}:{}", self.front.port());
-        https(
-            &self.cert,
-            self.front.port(),
-            request(method, &authority, path, &headers, &body),
-        )
-        .await
+        phone_request(&self.cert, &self.front, method, path, cookie, body).await
     }
 
     /// A device paired as `name`: (id, cookie pair).
     async fn paired(&self, name: &str) -> (String, String) {
-        let (status, body) = self.host.post("/api/pairings", "{}").await;
-        assert_eq!(status, reqwest::StatusCode::OK, "{body}");
-        let (id, code) = (body["id"].as_str().unwrap(), body["code"].as_str().unwrap());
-        let claim = self
-            .device(
-                "POST",
-                "/api/pair/claim",
-                None,
-                &json!({"code": code, "name": name}),
-            )
-            .await;
-        assert_eq!(claim.status, StatusCode::ACCEPTED, "{:?}", claim.body);
-        let (status, _) = self
-            .host
-            .post(&format!("/api/pairings/{id}/approve"), "{}")
-            .await;
-        assert_eq!(status, reqwest::StatusCode::OK);
-        let collected = self
-            .device("POST", "/api/pair/collect", None, &json!({"code": code}))
-            .await;
-        assert_eq!(collected.status, StatusCode::OK, "{:?}", collected.body);
-        let cookie = collected.headers["set-cookie"].to_str().unwrap();
-        let cookie = cookie.split(';').next().unwrap().to_owned();
-        let id = collected.json()["device"]["id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        (id, cookie)
+        pair_phone(&self.host, &self.cert, &self.front, name).await
     }
 
     /// A paired device subscribed with a fresh test subscription at the
