@@ -21,7 +21,6 @@
 use ask_user_tests::host_process::HostProcess;
 use ask_user_tests::tls_front::{PHONE_HOST, TestCert, TlsFront, https, https_open, request};
 use http_body_util::BodyExt;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 fn summary(name: &str, mut samples: Vec<Duration>) {
@@ -58,8 +57,7 @@ async fn main() {
         dist
     });
     let host = HostProcess::start(&dist, &["--remote", &front.origin()]).expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
     let authority = format!("{PHONE_HOST}:{}", front.port());
     let loopback = reqwest::Client::new();
     let token = host.token().unwrap().to_owned();

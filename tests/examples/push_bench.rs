@@ -14,7 +14,6 @@ use ask_user_tests::http_host::TestHost;
 use ask_user_tests::push_stub::{PushStub, TestSubscription};
 use ask_user_tests::tls_front::{PHONE_HOST, TestCert, TlsFront, https, request};
 use serde_json::json;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 #[tokio::main]
@@ -34,8 +33,7 @@ async fn main() {
         });
     })
     .await;
-    let backend: SocketAddr = host.base.trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(&host.base);
     let stub = PushStub::start().await;
     let authority = format!("{PHONE_HOST}:{}", front.port());
     let phone = |method: &str, path: &str, cookie: Option<&str>, body: String| {

@@ -159,6 +159,16 @@ impl TlsFront {
         self.port
     }
 
+    /// Starts forwarding to the host whose plain-HTTP origin on loopback is
+    /// `origin` (`http://127.0.0.1:PORT`, as `TestHost` and `HostProcess` give it).
+    pub fn forward_to_origin(&mut self, origin: &str) {
+        let backend = origin
+            .trim_start_matches("http://")
+            .parse()
+            .unwrap_or_else(|e| panic!("{origin} is not http://ADDRESS:PORT: {e}"));
+        self.forward_to(backend);
+    }
+
     /// Starts forwarding to the host at `backend` (plain HTTP on loopback).
     pub fn forward_to(&mut self, backend: SocketAddr) {
         let listener = self.listener.take().expect("forward_to is called once");

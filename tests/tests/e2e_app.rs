@@ -13,7 +13,6 @@ use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;
 use ask_user_tests::tls_front::{self, PHONE_HOST, TestCert, TlsFront};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -67,8 +66,7 @@ async fn through_the_tls_front_the_app_is_installable_its_worker_caches_the_page
     let mut front = TlsFront::bind(&cert).await;
     let mut host =
         HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
 
     let mut args = cert.chromium_args();
     args.push("--lang=en-US".to_owned());
@@ -317,8 +315,7 @@ async fn a_push_shows_a_notification_for_the_question_and_its_follow_up_closes_i
     let mut front = TlsFront::bind(&cert).await;
     let host =
         HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
     let mut args = cert.chromium_args();
     args.push("--lang=en-US".to_owned());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -14,7 +14,6 @@ use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;
 use ask_user_tests::tls_front::{TestCert, TlsFront};
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -61,8 +60,7 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
     let mut front = TlsFront::bind(&cert).await;
     let host =
         HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
 
     // The desktop: the token's page, then "Pair a device".
     let desktop = Browser::launch_with_args(&["--lang=en-US"])
@@ -342,8 +340,7 @@ async fn a_used_or_unknown_pairing_link_says_so_in_the_browsers_language() {
     let mut front = TlsFront::bind(&cert).await;
     let host =
         HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
     let unknown = "0123456789abcdef0123456789abcdef";
     let english = refusal_shown(&front, &cert, "en-US", unknown, Some("pair-refused.png")).await;
     assert!(

@@ -12,7 +12,6 @@ use ask_user_tests::tls_front::{
 use http_body_util::BodyExt;
 use hyper::StatusCode;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::time::Duration;
 
 struct Setup {
@@ -67,8 +66,7 @@ impl Setup {
             record,
         )
         .await;
-        let backend: SocketAddr = host.base.trim_start_matches("http://").parse().unwrap();
-        front.forward_to(backend);
+        front.forward_to_origin(&host.base);
         Self {
             host,
             front,

@@ -7,7 +7,6 @@ use ask_user_tests::host_process::{HostProcess, host_binary};
 use ask_user_tests::tls_front::{PHONE_HOST, TestCert, TlsFront, https, request};
 use hyper::StatusCode;
 use std::io::{Read, Write};
-use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -47,8 +46,7 @@ async fn pair_in_the_terminal_then_list_and_revoke_with_devices() {
     )
     .unwrap();
     let host = HostProcess::start(&dist, &["--remote", &front.origin()]).expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
 
     let mut pair = Command::new(host_binary())
         .args(["pair", "--url", host.origin()])

@@ -16,7 +16,6 @@ use ask_user_tests::tls_front::{
 };
 use hyper::StatusCode;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 struct Setup {
@@ -39,8 +38,7 @@ impl Setup {
             });
         })
         .await;
-        let backend: SocketAddr = host.base.trim_start_matches("http://").parse().unwrap();
-        front.forward_to(backend);
+        front.forward_to_origin(&host.base);
         Self {
             host,
             front,
@@ -337,8 +335,7 @@ async fn the_binary_pushes_to_an_https_push_service_it_trusts() {
         &[("SSL_CERT_FILE", ca.as_os_str())],
     )
     .expect("the host starts");
-    let backend: SocketAddr = host.origin().trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(host.origin());
     let (origin, authority) = (front.origin(), format!("{PHONE_HOST}:{}", front.port()));
     let device = |method: &'static str, path: &'static str, cookie: Option<String>, body: Value| {
         let (origin, authority, cert) = (origin.clone(), authority.clone(), &cert);

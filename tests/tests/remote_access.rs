@@ -9,7 +9,6 @@ use ask_user_tests::host_process::{HostProcess, host_binary};
 use ask_user_tests::http_host::TestHost;
 use ask_user_tests::tls_front::{PHONE_HOST, TestCert, TlsFront, https, request};
 use hyper::StatusCode;
-use std::net::SocketAddr;
 
 /// A host in-process whose `--remote` is the front's origin, and the front.
 async fn host_behind_front(remote_agents: bool) -> (TestHost, TlsFront, TestCert) {
@@ -21,8 +20,7 @@ async fn host_behind_front(remote_agents: bool) -> (TestHost, TlsFront, TestCert
         config.remote_agents = remote_agents;
     })
     .await;
-    let backend: SocketAddr = host.base.trim_start_matches("http://").parse().unwrap();
-    front.forward_to(backend);
+    front.forward_to_origin(&host.base);
     (host, front, cert)
 }
 
