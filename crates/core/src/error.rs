@@ -132,13 +132,37 @@ impl fmt::Display for ErrorCode {
 /// An ask-user failure: a machine code and a human message.
 ///
 /// Serialised as `{"name": "UserInteractionError", "code": "...", "message": "..."}`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Two errors are equal when their code and message are: the
+/// [cause](Self::cause) a provider attached is not part of the value.
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{message} ({code})")]
 pub struct UserInteractionError {
     /// What went wrong, for programs.
     pub code: ErrorCode,
     /// What went wrong, for people; names the offending field or item.
     pub message: String,
+    cause: Option<Cause>,
+}
+
+impl PartialEq for UserInteractionError {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.message == other.message
+    }
+}
+
+impl Eq for UserInteractionError {}
+
+/// A provider's own account of a failure, in its own type: core has no code
+/// for a transport's limits or storage, so a host's refusal crosses the seam
+/// as `ASK_FAILED` carrying its typed reason, read back by type, never by
+/// message.
+#[derive(Clone)]
+struct Cause(std::sync::Arc<dyn std::any::Any + Send + Sync>);
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Cause(..)")
+    }
 }
 
 /// The `name` every serialised [`UserInteractionError`] carries.
@@ -150,7 +174,21 @@ impl UserInteractionError {
         Self {
             code,
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// This error carrying `cause`, a value of the caller's own type that
+    /// [`cause`](Self::cause) gives back (and nothing serialises).
+    #[must_use]
+    pub fn with_cause<T: std::any::Any + Send + Sync>(mut self, cause: T) -> Self {
+        self.cause = Some(Cause(std::sync::Arc::new(cause)));
+        self
+    }
+
+    /// The cause attached by [`with_cause`](Self::with_cause), when it is a `T`.
+    pub fn cause<T: std::any::Any>(&self) -> Option<&T> {
+        self.cause.as_ref()?.0.downcast_ref()
     }
 
     /// `EMPTY_QUESTIONS` with the standard message.
@@ -273,9 +311,6 @@ impl<'de> Deserialize<'de> for UserInteractionError {
                 wire.name
             )));
         }
-        Ok(Self {
-            code: wire.code,
-            message: wire.message,
-        })
+        Ok(Self::new(wire.code, wire.message))
     }
 }

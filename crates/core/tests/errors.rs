@@ -297,3 +297,32 @@ fn quotes_in_serdes_words_are_cut_and_stay_closed() {
         format!("open `{cut}")
     );
 }
+
+#[derive(Debug, PartialEq)]
+struct HostFull {
+    limit: usize,
+}
+
+#[test]
+fn a_providers_cause_comes_back_by_its_type_and_stays_off_the_wire() {
+    let error = UserInteractionError::failed("no room").with_cause(HostFull { limit: 3 });
+    assert_eq!(error.cause::<HostFull>(), Some(&HostFull { limit: 3 }));
+    assert_eq!(error.cause::<String>(), None);
+    assert_eq!(
+        error.clone().cause::<HostFull>(),
+        Some(&HostFull { limit: 3 })
+    );
+    assert_eq!(
+        UserInteractionError::failed("no room").cause::<HostFull>(),
+        None
+    );
+    // The same code and message is the same error, cause or not.
+    assert_eq!(error, UserInteractionError::failed("no room"));
+    let wire = serde_json::to_value(&error).unwrap();
+    assert_eq!(
+        wire,
+        serde_json::json!({"name": "UserInteractionError", "code": "ASK_FAILED", "message": "no room"})
+    );
+    let back: UserInteractionError = serde_json::from_value(wire).unwrap();
+    assert_eq!(back.cause::<HostFull>(), None);
+}

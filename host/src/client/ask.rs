@@ -305,7 +305,7 @@ pub fn from_error_response(status: StatusCode, body: &str) -> AskOutcome {
     if let Some(core) = error.to_core() {
         return AskOutcome::from_core(&core);
     }
-    let line = format!("Error: {} ({})", error.message, error.code);
+    let line = ask_user_core::tool::error_line(&error.message, &error.code);
     match status {
         StatusCode::BAD_REQUEST
         | StatusCode::UNPROCESSABLE_ENTITY

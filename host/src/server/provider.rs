@@ -61,10 +61,10 @@ impl WebProvider {
 
 /// The error the provider fails with when one more question would break
 /// `limit`. Core has no code for a transport's capacity, so the error crosses
-/// the seam as this exact value and [`crate::AppState::ask`] turns it back
-/// into 429 `TOO_MANY_PENDING`.
+/// the seam as `ASK_FAILED` carrying the limit as its cause, and
+/// [`crate::AppState::ask`] turns it back into 429 `TOO_MANY_PENDING`.
 pub(crate) fn no_room(limit: PendingLimit) -> UserInteractionError {
-    UserInteractionError::failed(ApiError::TooManyPending { limit }.message())
+    UserInteractionError::failed(ApiError::TooManyPending { limit }.message()).with_cause(limit)
 }
 
 fn refusal(error: RegisterError) -> UserInteractionError {
@@ -471,8 +471,9 @@ mod tests {
         assert_eq!(
             refusal(RegisterError::TooManyPending {
                 limit: PendingLimit::PerSession(3)
-            }),
-            no_room(PendingLimit::PerSession(3))
+            })
+            .cause::<PendingLimit>(),
+            Some(&PendingLimit::PerSession(3))
         );
         assert_eq!(
             refusal(RegisterError::ShuttingDown),

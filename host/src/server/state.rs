@@ -5,11 +5,11 @@
 use crate::server::error::ApiError;
 use crate::server::mcp::McpLifecycle;
 use crate::server::pending::{
-    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, PendingConfig, PendingTable, Subscription,
-    spawn_grace_timer,
+    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, PendingConfig, PendingLimit, PendingTable,
+    Subscription, spawn_grace_timer,
 };
-use crate::server::provider::{WebProvider, no_room};
-use crate::server::store::{EphemeralStore, Store, Write, as_unavailable, now_ms};
+use crate::server::provider::WebProvider;
+use crate::server::store::{EphemeralStore, Store, StoreError, Write, now_ms};
 use ask_user_core::wire::{AnsweredBy, AskedBy, MessageCreated, Role};
 use ask_user_core::{
     AbortSignal, AnswerBatch, AskContext, AskRequest, ErrorCode, PresentedAs, Registration,
@@ -442,13 +442,14 @@ impl AppState {
             Err(e) if e.code == ErrorCode::NoProvider && self.is_shutting_down() => {
                 Err(UserInteractionError::provider_disposed().into())
             }
-            // Looked up only now: the waiting ask holds no list of them.
-            Err(e) => match (self.inner.pending.pending_limits().into_iter())
-                .find(|&limit| e == no_room(limit))
-            {
-                Some(limit) => Err(ApiError::TooManyPending { limit }),
-                None => Err(as_unavailable(&e).map_or(ApiError::Interaction(e), ApiError::Store)),
-            },
+            // The provider's refusals, by the cause they carry.
+            Err(e) => Err(if let Some(&limit) = e.cause::<PendingLimit>() {
+                ApiError::TooManyPending { limit }
+            } else if let Some(error) = e.cause::<StoreError>() {
+                ApiError::Store(error.clone())
+            } else {
+                ApiError::Interaction(e)
+            }),
             Ok(answer) => Ok(answer),
         }
     }

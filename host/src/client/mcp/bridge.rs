@@ -273,8 +273,8 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ForwardProgressToken<T>
 
 /// A tool result the model can read: `Error: <message> (<CODE>)`.
 fn error_result(message: &str, code: &str) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(format!(
-        "Error: {message} ({code})"
+    CallToolResult::error(vec![ContentBlock::text(ask_user_core::tool::error_line(
+        message, &code,
     ))])
 }
 

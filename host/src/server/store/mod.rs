@@ -541,38 +541,16 @@ impl Health {
 }
 
 /// The error an ask fails with inside core's seam when its question was not
-/// kept; [`crate::AppState::ask`] turns it back into the store's error (core
-/// has no code for a transport's storage).
+/// kept: `ASK_FAILED` carrying the store's error as its cause, which
+/// [`crate::AppState::ask`] turns back into the store's response (core has
+/// no code for a transport's storage).
 pub(crate) fn unavailable(error: &StoreError) -> UserInteractionError {
-    let prefix = match error {
-        StoreError::Unavailable(_) => UNAVAILABLE_PREFIX,
-        StoreError::Full(_) => FULL_PREFIX,
-        StoreError::TooFast(_) => TOO_FAST_PREFIX,
+    let why = match error {
+        StoreError::Unavailable(_) => "the question could not be recorded: ",
+        StoreError::Full(_) => "the question was not recorded, the store is full: ",
+        StoreError::TooFast(_) => "the question was not recorded, the session writes too fast: ",
     };
-    UserInteractionError::failed(format!("{prefix}{}", error.reason()))
-}
-
-pub(crate) const UNAVAILABLE_PREFIX: &str = "the question could not be recorded: ";
-const FULL_PREFIX: &str = "the question was not recorded, the store is full: ";
-const TOO_FAST_PREFIX: &str = "the question was not recorded, the session writes too fast: ";
-
-/// The store error carried by an error from [`unavailable`].
-pub(crate) fn as_unavailable(error: &UserInteractionError) -> Option<StoreError> {
-    if error.code != ask_user_core::ErrorCode::AskFailed {
-        return None;
-    }
-    let message = error.message.as_str();
-    type Kind = fn(String) -> StoreError;
-    let kinds: [(&str, Kind); 3] = [
-        (UNAVAILABLE_PREFIX, StoreError::Unavailable),
-        (FULL_PREFIX, StoreError::Full),
-        (TOO_FAST_PREFIX, StoreError::TooFast),
-    ];
-    kinds.into_iter().find_map(|(prefix, kind)| {
-        message
-            .strip_prefix(prefix)
-            .map(|reason| kind(reason.to_owned()))
-    })
+    UserInteractionError::failed(format!("{why}{}", error.reason())).with_cause(error.clone())
 }
 
 /// How often `--keep-days` prunes (also once at start).
