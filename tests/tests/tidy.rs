@@ -767,3 +767,80 @@ fn the_client_room_scan_sees_paths_in_code_and_not_in_comments() {
         .collect();
     assert_eq!(named, ["pending", "client", "client", "server::store"]);
 }
+
+/// Where the page, the embed and the host spell what crosses the wire (test
+/// modules left out: they check the spelling).
+const WIRE_WORD_ROOTS: [&str; 4] = [
+    "host/src",
+    "crates/composer/src",
+    "frontend/src",
+    "crates/embed/src",
+];
+
+/// The lines of `source` outside its test module and comments where
+/// `"word"` is written out, as (line number, word).
+fn wire_words_spelled(source: &str, words: &[&str]) -> Vec<(usize, String)> {
+    let code = source.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut found = Vec::new();
+    for (index, line) in code.lines().enumerate() {
+        let line = line.split("//").next().unwrap_or_default();
+        for word in words {
+            if line.contains(&format!("\"{word}\"")) {
+                found.push((index + 1, (*word).to_owned()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn wire_words_are_spelled_only_in_core() {
+    use ask_user_core::wire::{self, Outcome};
+    let mut words: Vec<&str> = Outcome::ALL.iter().map(|o| o.as_str()).collect();
+    words.extend([
+        wire::QUESTION_REQUESTED,
+        wire::QUESTION_RESOLVED,
+        wire::SESSION_SYNCED,
+        wire::MESSAGE_CREATED,
+        wire::QUESTION_DETACHED,
+        wire::QUESTION_ATTACHED,
+        wire::INBOX_CHANGED,
+    ]);
+    let mut files = Vec::new();
+    for dir in WIRE_WORD_ROOTS {
+        rust_files_under(&root().join(dir), &mut files);
+    }
+    // The same word as English, not as the wire's.
+    let prose = [
+        ("crates/composer/src/composer.rs", "answered"),
+        ("crates/composer/src/i18n.rs", "answered"),
+        ("host/src/client/history.rs", "answered"),
+    ];
+    let mut offences = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("a source file");
+        let relative = file.strip_prefix(root()).unwrap_or(file);
+        for (line, word) in wire_words_spelled(&source, &words) {
+            if !prose.contains(&(relative.to_str().unwrap_or_default(), word.as_str())) {
+                offences.push(format!("{}:{line}: \"{word}\"", relative.display()));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "wire words spelled outside core (use ask_user_core::wire's constants, Outcome::as_str \
+         or Outcome::from_wire):\n{}",
+        offences.join("\n")
+    );
+}
+
+#[test]
+fn the_wire_word_scan_sees_code_and_skips_comments_and_tests() {
+    let source = "let a = \"answered\"; // \"cancelled\"\n/// \"timeout\"\nlet b = \"aborted\";\n\
+                  #[cfg(test)]\nmod tests { \"disposed\" }\n";
+    let words = ["answered", "cancelled", "timeout", "aborted", "disposed"];
+    assert_eq!(
+        wire_words_spelled(source, &words),
+        [(1, "answered".to_owned()), (3, "aborted".to_owned())]
+    );
+}

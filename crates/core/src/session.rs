@@ -49,10 +49,7 @@ impl SessionId {
 
     /// Whether `session` is a session id.
     pub fn is_valid(session: &str) -> bool {
-        (1..=MAX_SESSION_CHARS).contains(&session.len())
-            && session
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        crate::wire::is_id(session, MAX_SESSION_CHARS)
     }
 
     /// The id as text.

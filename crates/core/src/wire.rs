@@ -179,6 +179,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Outcome; 5] = [
+        Outcome::Answered,
+        Outcome::Cancelled,
+        Outcome::Aborted,
+        Outcome::Timeout,
+        Outcome::Disposed,
+    ];
+
     /// The outcome as it appears on the wire, e.g. `"cancelled"`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -188,6 +197,13 @@ impl Outcome {
             Outcome::Timeout => "timeout",
             Outcome::Disposed => "disposed",
         }
+    }
+
+    /// The outcome `word` names on the wire ([`Outcome::as_str`]'s inverse).
+    pub fn from_wire(word: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|outcome| outcome.as_str() == word)
     }
 }
 
@@ -226,6 +242,44 @@ pub enum Role {
     User,
     /// The agent.
     Agent,
+}
+
+impl Role {
+    /// Every role.
+    pub const ALL: [Role; 2] = [Role::User, Role::Agent];
+
+    /// The role as it appears on the wire, e.g. `"agent"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Agent => "agent",
+        }
+    }
+
+    /// The role `word` names on the wire ([`Role::as_str`]'s inverse).
+    pub fn from_wire(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|role| role.as_str() == word)
+    }
+}
+
+/// Whether `byte` may appear in an id the host and pages exchange (session
+/// ids, question ids, page ids): `A-Z a-z 0-9 _ -`.
+pub const fn is_id_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-'
+}
+
+/// Whether `id` is 1 to `max_len` bytes, each an [`is_id_byte`].
+pub fn is_id(id: &str, max_len: usize) -> bool {
+    (1..=max_len).contains(&id.len()) && id.bytes().all(is_id_byte)
+}
+
+/// Unix milliseconds now (not on wasm32, which has no clock without the browser).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// `message/created`: a transcript message.

@@ -167,3 +167,32 @@ fn the_pending_list_by_reference_serialises_exactly_as_the_owned_list() {
         serde_json::to_string(&owned).unwrap()
     );
 }
+
+#[test]
+fn outcome_and_role_words_read_back_as_serde_writes_them() {
+    use ask_user_core::wire::{Outcome, Role};
+    for outcome in Outcome::ALL {
+        let json = serde_json::to_string(&outcome).unwrap();
+        assert_eq!(json, format!("\"{}\"", outcome.as_str()));
+        assert_eq!(Outcome::from_wire(outcome.as_str()), Some(outcome));
+    }
+    for role in Role::ALL {
+        let json = serde_json::to_string(&role).unwrap();
+        assert_eq!(json, format!("\"{}\"", role.as_str()));
+        assert_eq!(Role::from_wire(role.as_str()), Some(role));
+    }
+    assert_eq!(Outcome::from_wire("Answered"), None);
+    assert_eq!(Role::from_wire("person"), None);
+}
+
+#[test]
+fn an_id_is_one_to_max_bytes_of_letters_digits_underscore_and_hyphen() {
+    use ask_user_core::wire::is_id;
+    assert!(is_id("q_0aZ-9", 64));
+    assert!(is_id(&"a".repeat(64), 64));
+    assert!(!is_id(&"a".repeat(65), 64));
+    assert!(!is_id("", 64));
+    for bad in ["a b", "a/b", "a.b", "é", "a\u{202e}"] {
+        assert!(!is_id(bad, 64), "{bad:?}");
+    }
+}

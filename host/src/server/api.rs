@@ -9,7 +9,7 @@ use crate::server::state::{AppState, AskOptions};
 use crate::server::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::AnsweredBy;
 use ask_user_core::wire::{
-    AGENT_HEADER, AskedBy, MessageCreated, PostMessage, Role, SessionEvent, StatusBody,
+    AGENT_HEADER, AskedBy, MessageCreated, Outcome, PostMessage, Role, SessionEvent, StatusBody,
 };
 use ask_user_core::{AnswerBatch, AskRequest, SessionId, UserInteractionError};
 use axum::Extension;
@@ -224,7 +224,7 @@ async fn answer(
         .await?;
     crate::server::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
-        status: "answered".to_owned(),
+        status: Outcome::Answered.as_str().to_owned(),
     }))
 }
 
@@ -241,7 +241,7 @@ async fn cancel(
         .await?;
     crate::server::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
-        status: "cancelled".to_owned(),
+        status: Outcome::Cancelled.as_str().to_owned(),
     }))
 }
 

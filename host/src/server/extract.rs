@@ -43,10 +43,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Session {
 /// Whether `id` can name a pending question: `[A-Za-z0-9_-]{1,MAX_ID_CHARS}`
 /// (core's id limit). The host mints `q_` and 32 hex digits.
 pub fn valid_question_id(id: &str) -> bool {
-    (1..=MAX_ID_CHARS).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    ask_user_core::wire::is_id(id, MAX_ID_CHARS)
 }
 
 /// The `{id}` path segment of a question, checked against

@@ -32,7 +32,7 @@ use ask_user_core::{AnswerBatch, AskRequest, UserInteractionError};
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -209,13 +209,7 @@ pub fn question_id() -> String {
     format!("q_{:012x}{random:020x}", now_ms() & 0xffff_ffff_ffff)
 }
 
-/// Now, in Unix milliseconds.
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use ask_user_core::wire::now_ms;
 
 /// What `event` weighs in a subscriber's byte budget: a `question/requested`
 /// its request's JSON, anything else its text and framing.

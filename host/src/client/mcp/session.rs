@@ -24,7 +24,7 @@ pub fn for_dir(dir: &Path) -> SessionId {
     let cleaned: String = name
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            if c.is_ascii() && ask_user_core::wire::is_id_byte(c as u8) {
                 c
             } else {
                 '-'

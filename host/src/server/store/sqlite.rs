@@ -548,27 +548,6 @@ fn quote_problems(lines: &[String]) -> String {
     quoted
 }
 
-fn outcome_name(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Answered => "answered",
-        Outcome::Cancelled => "cancelled",
-        Outcome::Aborted => "aborted",
-        Outcome::Timeout => "timeout",
-        Outcome::Disposed => "disposed",
-    }
-}
-
-fn parse_outcome(name: &str) -> Option<Outcome> {
-    Some(match name {
-        "answered" => Outcome::Answered,
-        "cancelled" => Outcome::Cancelled,
-        "aborted" => Outcome::Aborted,
-        "timeout" => Outcome::Timeout,
-        "disposed" => Outcome::Disposed,
-        _ => return None,
-    })
-}
-
 /// The largest kept question read back at start: a live ask's body is at
 /// most 256 KiB, so a larger row was not written by a host.
 pub const MAX_RESTORED_QUESTION_BYTES: i64 = 1024 * 1024;
@@ -694,9 +673,9 @@ fn load_open(
             report.refuse(row, &id, || why);
             continue;
         }
-        match outcome.as_deref() {
+        match outcome.as_deref().map(Outcome::from_wire) {
             None => restored.pending.push(question),
-            Some("answered") => {
+            Some(Some(Outcome::Answered)) => {
                 match answer.and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok()) {
                     Some(answer) => restored.held.push((question, Some(answer))),
                     None => {
@@ -705,7 +684,7 @@ fn load_open(
                     }
                 }
             }
-            Some("cancelled") => restored.held.push((question, None)),
+            Some(Some(Outcome::Cancelled)) => restored.held.push((question, None)),
             // Only an answer or a cancel is held.
             Some(_) => continue,
         }
@@ -943,10 +922,9 @@ fn transcript_entry(
     let id: String = row.get(2)?;
     let at_ms = u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0);
     let entry = if kind == 0 {
-        let role = match row.get::<_, String>(3)?.as_str() {
-            "user" => Role::User,
-            "agent" => Role::Agent,
-            _ => {
+        let role = match Role::from_wire(&row.get::<_, String>(3)?) {
+            Some(role) => role,
+            None => {
                 tracing::warn!(
                     id = %crate::logged::logged(&id),
                     "a kept message's role no longer reads; left out"
@@ -970,7 +948,7 @@ fn transcript_entry(
         let answer: Option<String> = row.get(7)?;
         let (Ok(question), Some(outcome)) = (
             serde_json::from_str::<QuestionRequested>(&question),
-            parse_outcome(&outcome),
+            Outcome::from_wire(&outcome),
         ) else {
             tracing::warn!(id = %crate::logged::logged(&id), "a kept question no longer reads; left out");
             return Ok(None);
@@ -1429,7 +1407,7 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                 "UPDATE questions SET outcome = ?2, answer = NULL, resolved_ms = ?3, delivery = 1 \
                  WHERE id = ?1 AND delivery = 0",
             )?
-            .execute(params![id, outcome_name(*outcome), *at_ms as i64])?,
+            .execute(params![id, outcome.as_str(), *at_ms as i64])?,
         Write::Delivered { id } => conn
             .prepare_cached(
                 "UPDATE questions SET delivery = 1 WHERE id = ?1 AND outcome IS NOT NULL AND delivery = 0",
@@ -1452,7 +1430,7 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
             .execute(params![
                 message.id,
                 session,
-                to_json(&message.role).trim_matches('"'),
+                message.role.as_str(),
                 message.text,
                 *at_ms as i64,
                 message.by.as_ref().map(to_json)
@@ -1647,7 +1625,7 @@ fn history_record(
     };
     let (Ok(question), Some(outcome)) = (
         serde_json::from_str::<QuestionRequested>(&question),
-        parse_outcome(&outcome),
+        Outcome::from_wire(&outcome),
     ) else {
         return Ok((cursor, None));
     };
