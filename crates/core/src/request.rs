@@ -276,6 +276,14 @@ impl AskRequest {
                     .is_some_and(|e| person.has_role(&e.role)))
     }
 
+    /// When a request asked at `created_at_ms` escalates (Unix ms), if it
+    /// has an `escalate_after`.
+    pub fn escalates_at_ms(&self, created_at_ms: u64) -> Option<u64> {
+        self.escalate_after
+            .as_ref()
+            .map(|e| created_at_ms.saturating_add(e.seconds.saturating_mul(1000)))
+    }
+
     /// The question with this id.
     pub fn question(&self, id: &str) -> Option<&Question> {
         self.questions.iter().find(|q| q.id == id)

@@ -51,14 +51,16 @@ pub struct PairArgs {
     pub host: HostArgs,
 }
 
-struct Client {
+/// A loopback client with the host's own token (`ask-user pair`,
+/// `devices`, `people`, `agents`).
+pub(crate) struct Client {
     host: HostUrl,
     token: String,
     http: reqwest::Client,
 }
 
 impl Client {
-    fn new(args: &HostArgs) -> Result<Self, String> {
+    pub(crate) fn new(args: &HostArgs) -> Result<Self, String> {
         let host = HostUrl::parse(&args.url)?;
         if !host.is_loopback() {
             return Err(format!(
@@ -90,13 +92,23 @@ impl Client {
         method: Method,
         path: &str,
     ) -> Result<Option<T>, String> {
+        self.call_with(method, path, "{}".to_owned()).await
+    }
+
+    /// `method path` with a JSON `body`: its answer (`None` for 204), or why not.
+    pub(crate) async fn call_with<T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: String,
+    ) -> Result<Option<T>, String> {
         let url = self.host.join(path.trim_start_matches('/'));
         let response = self
             .http
             .request(method, url)
             .bearer_auth(&self.token)
             .header("content-type", "application/json")
-            .body("{}")
+            .body(body)
             .send()
             .await
             .map_err(|e| format!("cannot reach the host at {}: {e}", self.host.base()))?;
