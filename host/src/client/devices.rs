@@ -18,10 +18,11 @@ pub const PAIR_POLL: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Args)]
 pub struct HostArgs {
     /// The host, on loopback (pairing and revoking need the host's own token).
-    #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL)]
+    // Global: `ask-user people add NAME --url …` takes it after its action too.
+    #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL, global = true)]
     pub url: String,
     /// The host's token. Default: the token file in the data directory.
-    #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
     /// Where the host keeps its token file.
     #[command(flatten)]
