@@ -514,3 +514,132 @@ async fn escalation_widens_the_audience_on_time_in_the_real_host() {
         "{transcript}"
     );
 }
+
+/// A phone paired with a person's credential is theirs: it sees their
+/// audience only, its answers name both, and it goes when they do.
+#[tokio::test]
+async fn a_device_paired_with_a_persons_credential_is_theirs_and_goes_with_them() {
+    use ask_user_host::server::security::RemoteOrigin;
+    use ask_user_tests::tls_front::{TestCert, TlsFront, phone_request};
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let origin = front.origin();
+    let host = TestHost::start_with(|config| {
+        config.remote = Some(RemoteOrigin::parse(&origin).unwrap());
+    })
+    .await;
+    front.forward_to_origin(&host.base);
+    let ana = add_person(&host, "ana", &["oncall"]).await;
+    let bo = add_person(&host, "bo", &[]).await;
+
+    // Ana opens the pairing and approves it with her own credential.
+    let (status, opened) = as_(&host, &ana, Method::POST, "/api/pairings", Some(&json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{opened}");
+    let (id, code) = (
+        opened["id"].as_str().unwrap(),
+        opened["code"].as_str().unwrap(),
+    );
+    let phone = |method: &'static str, path: String, cookie: Option<String>, body: Value| {
+        let (cert, front) = (&cert, &front);
+        async move { phone_request(cert, front, method, &path, cookie.as_deref(), &body).await }
+    };
+    let claim = phone(
+        "POST",
+        "/api/pair/claim".into(),
+        None,
+        json!({"code": code, "name": "Ana's Pixel"}),
+    )
+    .await;
+    assert_eq!(claim.status, hyper::StatusCode::ACCEPTED);
+    let approve_path = format!("/api/pairings/{id}/approve");
+    let by_bo = as_(&host, &bo, Method::POST, &approve_path, Some(&json!({}))).await;
+    assert_error(
+        &by_bo,
+        StatusCode::FORBIDDEN,
+        "FORBIDDEN",
+        "only the pairings they opened",
+    );
+    let approved = as_(&host, &ana, Method::POST, &approve_path, Some(&json!({}))).await;
+    assert_eq!(approved.0, StatusCode::OK, "{}", approved.1);
+    let collected = phone(
+        "POST",
+        "/api/pair/collect".into(),
+        None,
+        json!({"code": code}),
+    )
+    .await;
+    assert_eq!(collected.status, hyper::StatusCode::OK);
+    let cookie = collected.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    let (asked_bo, for_bo) = ask(&host, &question(json!({"person": "bo"}))).await;
+    let (asked_ana, for_ana) = ask(&host, &question(json!({"role": "oncall"}))).await;
+    let listed = phone(
+        "GET",
+        format!("/api/sessions/{SESSION}/questions"),
+        Some(cookie.clone()),
+        Value::Null,
+    )
+    .await;
+    let ids: Vec<String> = listed.json()["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        ids,
+        [for_ana.clone()],
+        "ana's phone lists ana's questions only"
+    );
+    let refused = phone(
+        "POST",
+        format!("/api/sessions/{SESSION}/questions/{for_bo}/answer"),
+        Some(cookie.clone()),
+        yes(),
+    )
+    .await;
+    assert_eq!(refused.status, hyper::StatusCode::FORBIDDEN);
+    assert_eq!(refused.json()["error"]["code"], "NOT_IN_AUDIENCE");
+    let answered = phone(
+        "POST",
+        format!("/api/sessions/{SESSION}/questions/{for_ana}/answer"),
+        Some(cookie.clone()),
+        yes(),
+    )
+    .await;
+    assert_eq!(
+        answered.status,
+        hyper::StatusCode::OK,
+        "{:?}",
+        answered.body
+    );
+    assert_eq!(
+        within("ana's ask", asked_ana).await.unwrap().0,
+        StatusCode::OK
+    );
+    let (_, transcript) = host
+        .get(&format!("/api/sessions/{SESSION}/transcript"))
+        .await;
+    let by = &transcript["entries"][0]["by"];
+    assert_eq!(
+        (&by["kind"], &by["person"], &by["device"]["name"]),
+        (&json!("device"), &json!("ana"), &json!("Ana's Pixel"))
+    );
+
+    // Ana goes: her phone goes with her.
+    assert_eq!(
+        send(host.authed(Method::DELETE, "/api/people/ana")).await.0,
+        StatusCode::NO_CONTENT
+    );
+    let after = phone("GET", "/api/sessions".into(), Some(cookie), Value::Null).await;
+    assert_eq!(after.status, hyper::StatusCode::UNAUTHORIZED);
+    assert_eq!(host.get("/api/devices").await.1["devices"], json!([]));
+    assert_eq!(host.cancel(SESSION, &for_bo).await.0, StatusCode::OK);
+    within("bo's ask", asked_bo).await.unwrap();
+}
