@@ -379,13 +379,37 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     ) {
         on_cleanup(move || handle.clear());
     }
+    // The clock is read again when the active request escalates, so the note
+    // shows then rather than at the next 30 s tick.
+    Effect::new(move |_| {
+        let due = with_active(vm, |a| a.escalates.as_ref().map(|(due, _)| *due)).flatten();
+        let wait = due.map(|due| due.saturating_sub(js_sys::Date::now() as u64));
+        if let Some(wait) = wait.filter(|&wait| wait > 0) {
+            set_timeout(
+                move || {
+                    now.try_set(js_sys::Date::now() as u64);
+                },
+                Duration::from_millis(wait + 50),
+            );
+        }
+    });
+    // "… · escalated to leads" once its `escalate_after` is due (issue 24).
     let asked = Signal::derive(move || {
-        let (name, at) = with_active(vm, |a| a.asked_by.clone().map(|n| (n, a.created_at_ms)))??;
-        Some(format!(
-            "{} · {}",
-            texts.asked_by(&name),
-            texts.age(ask_user_core::attention::age(at, now.get()))
-        ))
+        let (name, at, escalates) = with_active(vm, |a| {
+            (a.asked_by.clone(), a.created_at_ms, a.escalates.clone())
+        })?;
+        let now = now.get().max(js_sys::Date::now() as u64);
+        let asked = name.map(|name| {
+            let age = texts.age(ask_user_core::attention::age(at, now));
+            format!("{} · {age}", texts.asked_by(&name))
+        });
+        let escalated = escalates
+            .filter(|(due, _)| now >= *due)
+            .map(|(_, role)| texts.escalated_to(&role));
+        match (asked, escalated) {
+            (Some(asked), Some(escalated)) => Some(format!("{asked} · {escalated}")),
+            (asked, escalated) => asked.or(escalated),
+        }
     });
     let expanded = Signal::derive(move || (!collapsed()).to_string());
     let toggle_label = Signal::derive(move || {
