@@ -643,3 +643,54 @@ async fn a_device_paired_with_a_persons_credential_is_theirs_and_goes_with_them(
     assert_eq!(host.cancel(SESSION, &for_bo).await.0, StatusCode::OK);
     within("bo's ask", asked_bo).await.unwrap();
 }
+
+/// An agent token asks through MCP too, with an audience in the tool's
+/// arguments; the person in it answers.
+#[tokio::test]
+async fn an_agent_token_asks_over_mcp_with_an_audience_and_the_person_in_it_answers() {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let host = TestHost::start().await;
+    let ana = add_person(&host, "ana", &[]).await;
+    let bo = add_person(&host, "bo", &[]).await;
+    let (_, agent) = host
+        .post("/api/agents", json!({"name": "claude"}).to_string())
+        .await;
+    let token = agent["credential"].as_str().unwrap().to_owned();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(host.url(&format!("/mcp?session={SESSION}")))
+            .auth_header(token);
+    let client = within(
+        "the MCP handshake",
+        ().serve(StreamableHttpClientTransport::from_config(config)),
+    )
+    .await
+    .expect("an agent token may use /mcp");
+    let Value::Object(arguments) = question(json!({"person": "ana"})) else {
+        unreachable!()
+    };
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move {
+        peer.call_tool(
+            rmcp::model::CallToolRequestParams::new(ask_user_core::tool::TOOL_NAME)
+                .with_arguments(arguments),
+        )
+        .await
+    });
+    let mut ana_stream = events_as(&host, &ana).await;
+    let id = loop {
+        match ana_stream.next().await.session_event() {
+            ask_user_core::wire::SessionEvent::QuestionRequested(q) => break q.id,
+            _ => continue,
+        }
+    };
+    assert!(pending_ids_as(&host, &bo).await.is_empty(), "not bo's");
+    assert_eq!(answer_as(&host, &ana, &id).await.0, StatusCode::OK);
+    let result = within("the tool call", call)
+        .await
+        .unwrap()
+        .expect("the call returns");
+    let text = result.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("\"Yes\""), "the answer comes back: {text}");
+}
