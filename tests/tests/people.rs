@@ -161,7 +161,7 @@ async fn a_person_outside_the_audience_neither_sees_nor_answers_it_and_the_recor
         );
     }
 
-    assert_eq!(pending_ids_as(&host, &ana).await, [id.clone()]);
+    assert_eq!(pending_ids_as(&host, &ana).await, [id.as_str()]);
     assert_eq!(inbox_count_as(&host, &ana).await, 1);
     let (status, body) = answer_as(&host, &ana, &id).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -217,8 +217,8 @@ async fn a_role_audience_admits_everyone_holding_the_role_and_no_one_else() {
     let carl = add_person(&host, "carl", &["oncall"]).await;
     let bo = add_person(&host, "bo", &["db"]).await;
     let (asked, id) = ask(&host, &question(json!({"role": "oncall"}))).await;
-    assert_eq!(pending_ids_as(&host, &ana).await, [id.clone()]);
-    assert_eq!(pending_ids_as(&host, &carl).await, [id.clone()]);
+    assert_eq!(pending_ids_as(&host, &ana).await, [id.as_str()]);
+    assert_eq!(pending_ids_as(&host, &carl).await, [id.as_str()]);
     assert!(pending_ids_as(&host, &bo).await.is_empty());
     assert_error(
         &answer_as(&host, &bo, &id).await,
@@ -231,7 +231,7 @@ async fn a_role_audience_admits_everyone_holding_the_role_and_no_one_else() {
     assert_eq!(within("the ask", asked).await.unwrap().0, StatusCode::OK);
     // Anyone (the default): every person sees it.
     let (asked, id) = ask(&host, &question(json!("anyone"))).await;
-    assert_eq!(pending_ids_as(&host, &bo).await, [id.clone()]);
+    assert_eq!(pending_ids_as(&host, &bo).await, [id.as_str()]);
     assert_eq!(cancel_as(&host, &bo, &id).await.0, StatusCode::OK);
     let cancelled = within("the ask", asked).await.unwrap();
     assert_eq!(
@@ -381,7 +381,7 @@ async fn people_are_named_once_and_their_names_and_roles_are_checked() {
 async fn with_no_people_the_master_token_sees_and_answers_whatever_the_audience_says() {
     let host = TestHost::start().await;
     let (asked, id) = ask(&host, &question(json!({"person": "ana"}))).await;
-    assert_eq!(host.pending_ids(SESSION).await, [id.clone()]);
+    assert_eq!(host.pending_ids(SESSION).await, [id.as_str()]);
     assert_eq!(host.answer(SESSION, &id, &yes()).await.0, StatusCode::OK);
     assert_eq!(within("the ask", asked).await.unwrap().0, StatusCode::OK);
     let (_, transcript) = host
@@ -396,7 +396,7 @@ async fn the_master_token_keeps_every_right_when_there_are_people() {
     let host = TestHost::start().await;
     add_person(&host, "ana", &[]).await;
     let (asked, id) = ask(&host, &question(json!({"person": "ana"}))).await;
-    assert_eq!(host.pending_ids(SESSION).await, [id.clone()]);
+    assert_eq!(host.pending_ids(SESSION).await, [id.as_str()]);
     assert_eq!(host.answer(SESSION, &id, &yes()).await.0, StatusCode::OK);
     assert_eq!(within("the ask", asked).await.unwrap().0, StatusCode::OK);
 }
@@ -594,7 +594,7 @@ async fn a_device_paired_with_a_persons_credential_is_theirs_and_goes_with_them(
         .collect();
     assert_eq!(
         ids,
-        [for_ana.clone()],
+        [for_ana.as_str()],
         "ana's phone lists ana's questions only"
     );
     let refused = phone(
