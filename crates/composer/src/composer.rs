@@ -379,21 +379,8 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     ) {
         on_cleanup(move || handle.clear());
     }
-    // The clock is read again when the active request escalates, so the note
-    // shows then rather than at the next 30 s tick.
-    Effect::new(move |_| {
-        let due = with_active(vm, |a| a.escalates.as_ref().map(|(due, _)| *due)).flatten();
-        let wait = due.map(|due| due.saturating_sub(js_sys::Date::now() as u64));
-        if let Some(wait) = wait.filter(|&wait| wait > 0) {
-            set_timeout(
-                move || {
-                    now.try_set(js_sys::Date::now() as u64);
-                },
-                Duration::from_millis(wait + 50),
-            );
-        }
-    });
-    // "… · escalated to leads" once its `escalate_after` is due (issue 24).
+    // "… · escalated to leads" once its `escalate_after` is due (issue 24):
+    // the host sends the question again then, which runs this again.
     let asked = Signal::derive(move || {
         let (name, at, escalates) = with_active(vm, |a| {
             (a.asked_by.clone(), a.created_at_ms, a.escalates.clone())

@@ -85,8 +85,14 @@ impl Cursor {
             return Some(event);
         }
         match &*event {
+            // Sent again when it escalates: a page showing it already ignores
+            // the repeat (and says "escalated"), one newly in the audience shows it.
             SessionEvent::QuestionRequested(q) => {
-                (self.viewer.sees(&event) && self.shown.insert(q.id.clone())).then_some(event)
+                if !self.viewer.sees(&event) {
+                    return None;
+                }
+                self.shown.insert(q.id.clone());
+                Some(event)
             }
             SessionEvent::QuestionDetached(r) | SessionEvent::QuestionAttached(r) => {
                 self.shown.contains(&r.id).then_some(event)
