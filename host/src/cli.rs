@@ -46,6 +46,11 @@ pub enum Command {
     Pair(crate::client::devices::PairArgs),
     /// List the paired devices (name, paired at, last seen), or revoke one.
     Devices(crate::client::devices::DevicesArgs),
+    /// Add, list or remove the people who may answer (each with a
+    /// credential of their own); with none the host has one person.
+    People(crate::client::people::PeopleArgs),
+    /// Add, list or remove agent tokens: they may ask, never answer.
+    Agents(crate::client::people::AgentsArgs),
 }
 
 /// `ask-user serve`.

@@ -60,6 +60,8 @@ async fn main() -> ExitCode {
         Command::History(args) => ask_user_host::client::history::run(&args),
         Command::Pair(args) => ask_user_host::client::devices::run_pair(&args).await,
         Command::Devices(args) => ask_user_host::client::devices::run_devices(&args).await,
+        Command::People(args) => ask_user_host::client::people::run_people(&args).await,
+        Command::Agents(args) => ask_user_host::client::people::run_agents(&args).await,
         Command::Mcp(args) => return ask_user_host::client::mcp::run(args).await,
     };
     match result {

@@ -379,13 +379,24 @@ fn Strip(session: QuestionSession, texts: &'static Texts) -> impl IntoView {
     ) {
         on_cleanup(move || handle.clear());
     }
+    // "… · escalated to leads" once its `escalate_after` is due (issue 24):
+    // the host sends the question again then, which runs this again.
     let asked = Signal::derive(move || {
-        let (name, at) = with_active(vm, |a| a.asked_by.clone().map(|n| (n, a.created_at_ms)))??;
-        Some(format!(
-            "{} · {}",
-            texts.asked_by(&name),
-            texts.age(ask_user_core::attention::age(at, now.get()))
-        ))
+        let (name, at, escalates) = with_active(vm, |a| {
+            (a.asked_by.clone(), a.created_at_ms, a.escalates.clone())
+        })?;
+        let now = now.get().max(js_sys::Date::now() as u64);
+        let asked = name.map(|name| {
+            let age = texts.age(ask_user_core::attention::age(at, now));
+            format!("{} · {age}", texts.asked_by(&name))
+        });
+        let escalated = escalates
+            .filter(|(due, _)| now >= *due)
+            .map(|(_, role)| texts.escalated_to(&role));
+        match (asked, escalated) {
+            (Some(asked), Some(escalated)) => Some(format!("{asked} · {escalated}")),
+            (asked, escalated) => asked.or(escalated),
+        }
     });
     let expanded = Signal::derive(move || (!collapsed()).to_string());
     let toggle_label = Signal::derive(move || {

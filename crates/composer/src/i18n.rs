@@ -168,6 +168,7 @@ pub struct Texts {
     step: fn(usize) -> String,
     resolved: fn(Option<Outcome>) -> &'static str,
     asked_by: fn(&str) -> String,
+    escalated_to: fn(&str) -> String,
     someone_asks: fn(Option<&str>) -> String,
     age: fn(Age) -> String,
     waiting_count: fn(usize) -> String,
@@ -204,6 +205,11 @@ impl Texts {
     /// Who asked, e.g. "asked by Claude Code".
     pub fn asked_by(&self, name: &str) -> String {
         (self.asked_by)(name)
+    }
+
+    /// A question whose audience widened, e.g. "escalated to leads".
+    pub fn escalated_to(&self, role: &str) -> String {
+        (self.escalated_to)(role)
     }
 
     /// How long ago a question was asked ("2 min ago").
@@ -313,6 +319,7 @@ static EN: Texts = Texts {
         None => "This request was already resolved elsewhere.",
     },
     asked_by: |name| format!("asked by {name}"),
+    escalated_to: |role| format!("escalated to {role}"),
     someone_asks: |name| match name {
         Some(name) => format!("{name} asks"),
         None => "An agent asks".to_owned(),
@@ -411,6 +418,7 @@ static ZH: Texts = Texts {
         None => "此请求已在别处处理。",
     },
     asked_by: |name| format!("{name} 提问"),
+    escalated_to: |role| format!("已升级至 {role}"),
     someone_asks: |name| match name {
         Some(name) => format!("{name} 在提问"),
         None => "智能体在提问".to_owned(),

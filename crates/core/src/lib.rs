@@ -94,7 +94,9 @@ pub mod wire;
 pub use answer::{Answer, AnswerBatch};
 pub use error::{ErrorCode, UserInteractionError};
 pub use recommend::{Recommendation, is_recommended, recommendation};
-pub use request::{AskRequest, Intent, IntentKind, Question, QuestionOption};
+pub use request::{
+    AskRequest, Audience, EscalateAfter, Intent, IntentKind, Member, Question, QuestionOption,
+};
 pub use seam::{
     AbortController, AbortSignal, AskContext, PresentedAs, ProviderFuture, Registration,
     UserInteraction, UserInteractionProvider,

@@ -41,3 +41,8 @@ pub const MAX_FIRST_QUESTION_CHARS: usize = 200;
 /// The inbox stream sends at most one `inbox/changed` per this many
 /// milliseconds.
 pub const INBOX_COALESCE_MS: u64 = 100;
+/// Longest person name or role (`audience`, `escalate_after.role`, `ask-user
+/// people add`).
+pub const MAX_AUDIENCE_NAME_CHARS: usize = 64;
+/// Longest `escalate_after.seconds`: a week.
+pub const MAX_ESCALATE_AFTER_SECS: u64 = 7 * 24 * 60 * 60;

@@ -16,6 +16,85 @@ use serde_path_to_error::Segment;
 pub struct AskRequest {
     /// The questions, in the order the person sees them.
     pub questions: Vec<Question>,
+    /// Who may see and answer the request when the host has people
+    /// (`ask-user people add`); absent means [`Audience::Anyone`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Audience>,
+    /// Widens the audience to a second role when nobody answered in time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_after: Option<EscalateAfter>,
+}
+
+/// Who may see and answer a request: `"anyone"`, `{"person": "ana"}` or
+/// `{"role": "oncall"}`. A host without people lets its one person answer
+/// everything, whatever the audience says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Audience {
+    /// Everyone who may answer on this host.
+    Anyone,
+    /// One person, by name.
+    Person(String),
+    /// Everyone holding a role.
+    Role(String),
+}
+
+/// `{"seconds": 300, "role": "leads"}`: if nobody answered within `seconds`
+/// of the ask, people holding `role` may see and answer it too.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EscalateAfter {
+    /// Seconds after the ask (1 to [`MAX_ESCALATE_AFTER_SECS`]).
+    pub seconds: u64,
+    /// The role added to the audience.
+    pub role: String,
+}
+
+/// Who a person is, as far as an audience cares: a name and roles.
+pub trait Member {
+    /// The person's name.
+    fn name(&self) -> &str;
+    /// Whether the person holds `role`.
+    fn has_role(&self, role: &str) -> bool;
+}
+
+impl Audience {
+    /// Whether `person` is in this audience.
+    pub fn admits(&self, person: &dyn Member) -> bool {
+        match self {
+            Audience::Anyone => true,
+            Audience::Person(name) => person.name() == name,
+            Audience::Role(role) => person.has_role(role),
+        }
+    }
+}
+
+/// Checks a person's name or a role: 1 to [`MAX_AUDIENCE_NAME_CHARS`]
+/// ASCII letters, digits, `.`, `_` or `-` (names people type and logs show
+/// as they are: nothing to spoof with).
+pub fn check_name(field: &str, name: &str) -> Result<(), UserInteractionError> {
+    if name.is_empty() {
+        return Err(UserInteractionError::bad_request(format!(
+            "{field}: must not be empty"
+        )));
+    }
+    if name.len() > MAX_AUDIENCE_NAME_CHARS {
+        return Err(UserInteractionError::bad_request(format!(
+            "{field}: at most {MAX_AUDIENCE_NAME_CHARS} characters, got {}",
+            name.chars().count()
+        )));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(UserInteractionError::bad_request(format!(
+            "{field}: {} holds {}; use ASCII letters, digits, '.', '_' and '-' only",
+            quoted(name),
+            quoted(&bad.to_string())
+        )));
+    }
+    Ok(())
 }
 
 /// One question of a batch.
@@ -145,7 +224,64 @@ impl AskRequest {
                 )));
             }
         }
-        Ok(())
+        self.validate_audience()
+    }
+
+    /// The audience and escalation rules: names well formed, an escalation
+    /// only where it widens something, within a week.
+    fn validate_audience(&self) -> Result<(), UserInteractionError> {
+        match &self.audience {
+            Some(Audience::Person(name)) => check_name("audience.person", name)?,
+            Some(Audience::Role(role)) => check_name("audience.role", role)?,
+            Some(Audience::Anyone) | None => {}
+        }
+        let Some(escalation) = &self.escalate_after else {
+            return Ok(());
+        };
+        if escalation.seconds == 0 || escalation.seconds > MAX_ESCALATE_AFTER_SECS {
+            return Err(UserInteractionError::bad_request(format!(
+                "escalate_after.seconds: from 1 to {MAX_ESCALATE_AFTER_SECS} (a week), got {}",
+                escalation.seconds
+            )));
+        }
+        check_name("escalate_after.role", &escalation.role)?;
+        match &self.audience {
+            Some(Audience::Anyone) | None => Err(UserInteractionError::bad_request(
+                "escalate_after: the audience is anyone already, so there is nothing to widen; \
+                 give an `audience` of a person or a role"
+                    .to_owned(),
+            )),
+            Some(Audience::Role(role)) if *role == escalation.role => {
+                Err(UserInteractionError::bad_request(format!(
+                    "escalate_after.role: {} is the audience's role already; name a second role",
+                    quoted(role)
+                )))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The audience (absent means [`Audience::Anyone`]).
+    pub fn audience(&self) -> &Audience {
+        self.audience.as_ref().unwrap_or(&Audience::Anyone)
+    }
+
+    /// Whether `person` may see and answer this request, `escalated` or not.
+    pub fn admits(&self, person: &dyn Member, escalated: bool) -> bool {
+        self.audience().admits(person)
+            || (escalated
+                && self
+                    .escalate_after
+                    .as_ref()
+                    .is_some_and(|e| person.has_role(&e.role)))
+    }
+
+    /// When a request asked at `created_at_ms` escalates (Unix ms), if it
+    /// has an `escalate_after`.
+    pub fn escalates_at_ms(&self, created_at_ms: u64) -> Option<u64> {
+        self.escalate_after
+            .as_ref()
+            .map(|e| created_at_ms.saturating_add(e.seconds.saturating_mul(1000)))
     }
 
     /// The question with this id.
@@ -325,6 +461,9 @@ fn parse_error<E: std::fmt::Display>(error: serde_path_to_error::Error<E>) -> Us
 /// before deserialising, naming the offending item.
 fn check_request_shape(value: &Value) -> Result<(), UserInteractionError> {
     let root = expect_object(value, "request", ErrorCode::BadRequest)?;
+    if let Some(escalation) = root.get("escalate_after").filter(|e| !e.is_null()) {
+        expect_object(escalation, "escalate_after", ErrorCode::BadRequest)?;
+    }
     let Some(Value::Array(questions)) = root.get("questions") else {
         return Ok(());
     };

@@ -64,6 +64,7 @@ impl Fields {
     fn shape_of(self, key: &str) -> Shape {
         match (self, key) {
             (Fields::Request, "questions") => Shape::ArrayOfObjects(Fields::Question),
+            (Fields::Request, "escalate_after") => Shape::ObjectOrNull(Fields::Leaf),
             (Fields::Question, "options") => Shape::ArrayOfObjects(Fields::Leaf),
             (Fields::Question, "intent") => Shape::ObjectOrNull(Fields::Leaf),
             (Fields::AnswerBatch, "answers") => Shape::ArrayOfObjects(Fields::Leaf),
@@ -196,10 +197,16 @@ impl<'de> Visitor<'de> for KeySeed {
     }
 
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
-        Ok(["questions", "options", "intent", "answers"]
-            .into_iter()
-            .find(|known| *known == key)
-            .map_or(Key::Other, Key::Known))
+        Ok([
+            "questions",
+            "options",
+            "intent",
+            "answers",
+            "escalate_after",
+        ]
+        .into_iter()
+        .find(|known| *known == key)
+        .map_or(Key::Other, Key::Known))
     }
 }
 

@@ -140,10 +140,45 @@ pub fn input_schema() -> Value {
                         }
                     }
                 }
+            },
+            "audience": {
+                "description": "Who may see and answer, on a host with several people: \"anyone\" (the default), {\"person\": NAME} or {\"role\": ROLE}.",
+                "oneOf": [
+                    { "type": "string", "enum": ["anyone"] },
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["person"],
+                        "properties": {
+                            "person": { "type": "string", "minLength": 1, "maxLength": MAX_AUDIENCE_NAME_CHARS, "pattern": AUDIENCE_NAME_PATTERN }
+                        }
+                    },
+                    {
+                        "type": "object",
+                        "additionalProperties": false,
+                        "required": ["role"],
+                        "properties": {
+                            "role": { "type": "string", "minLength": 1, "maxLength": MAX_AUDIENCE_NAME_CHARS, "pattern": AUDIENCE_NAME_PATTERN }
+                        }
+                    }
+                ]
+            },
+            "escalate_after": {
+                "type": "object",
+                "description": "If nobody in the audience answered within `seconds`, people with `role` may answer too (needs an audience of a person or a role).",
+                "additionalProperties": false,
+                "required": ["seconds", "role"],
+                "properties": {
+                    "seconds": { "type": "integer", "minimum": 1, "maximum": MAX_ESCALATE_AFTER_SECS },
+                    "role": { "type": "string", "minLength": 1, "maxLength": MAX_AUDIENCE_NAME_CHARS, "pattern": AUDIENCE_NAME_PATTERN }
+                }
             }
         }
     })
 }
+
+/// The characters a person's name or a role may hold ([`crate::request::check_name`]).
+pub const AUDIENCE_NAME_PATTERN: &str = "^[A-Za-z0-9._-]+$";
 
 /// The tool result text: the answer batch as compact JSON, or one line
 /// `Error: <message> (<CODE>)` that a model and a program can both route on.

@@ -326,14 +326,19 @@ pub struct TranscriptRecord {
     pub by: Option<AnsweredBy>,
 }
 
-/// Who gave an answer or a cancel: the host's own page, or a paired device.
+/// Who gave an answer or a cancel: the host's own page, a paired device, or
+/// a person with their own credential.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AnsweredBy {
-    /// `page` or `device`.
+    /// `page`, `device` or `person`.
     pub kind: AnswererKind,
     /// The device, when `kind` is `device`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceRef>,
+    /// The person's name, on a host with people: who answered (with their
+    /// own credential, or on a device paired under them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 impl AnsweredBy {
@@ -342,6 +347,7 @@ impl AnsweredBy {
         Self {
             kind: AnswererKind::Page,
             device: None,
+            person: None,
         }
     }
 
@@ -353,6 +359,24 @@ impl AnsweredBy {
                 id: id.into(),
                 name: name.into(),
             }),
+            person: None,
+        }
+    }
+
+    /// A person, with their own credential.
+    pub fn person(name: impl Into<String>) -> Self {
+        Self {
+            kind: AnswererKind::Person,
+            device: None,
+            person: Some(name.into()),
+        }
+    }
+
+    /// The same, naming the person it was on behalf of.
+    pub fn for_person(self, name: Option<String>) -> Self {
+        Self {
+            person: name,
+            ..self
         }
     }
 }
@@ -365,6 +389,8 @@ pub enum AnswererKind {
     Page,
     /// A paired device.
     Device,
+    /// A person's own credential (`ask-user people add`), no device.
+    Person,
 }
 
 /// A paired device, as a record names it.

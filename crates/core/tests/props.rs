@@ -100,7 +100,11 @@ fn valid_request() -> impl Strategy<Value = AskRequest> {
                 .collect::<Vec<_>>()
                 .prop_shuffle()
         })
-        .prop_map(|questions| AskRequest { questions })
+        .prop_map(|questions| AskRequest {
+            questions,
+            audience: None,
+            escalate_after: None,
+        })
 }
 
 /// Any string, biased towards the edges the rules care about.
@@ -153,7 +157,11 @@ fn loose_request() -> impl Strategy<Value = AskRequest> {
                 }
             },
         );
-    vec(question, 0..4).prop_map(|questions| AskRequest { questions })
+    vec(question, 0..4).prop_map(|questions| AskRequest {
+        questions,
+        audience: None,
+        escalate_after: None,
+    })
 }
 
 /// Free text as a person might type it: padded, blank, or absent.

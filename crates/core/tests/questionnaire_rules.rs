@@ -329,7 +329,11 @@ fn detached_and_attached_frames_for_unknown_ids_change_nothing() {
 #[test]
 fn an_invalid_request_frame_is_not_shown_and_says_so() {
     let mut state = Questionnaire::new();
-    let invalid = AskRequest { questions: vec![] };
+    let invalid = AskRequest {
+        questions: vec![],
+        audience: None,
+        escalate_after: None,
+    };
     let fx = act(&mut state, requested("bad", 1, invalid));
     assert!(fx.is_empty(), "nothing to post or store: {fx:?}");
     assert!(!state.slot_taken());

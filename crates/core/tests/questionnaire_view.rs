@@ -405,3 +405,36 @@ fn the_card_names_who_asked_capped_for_display_and_nobody_when_the_host_does_not
     apply(&mut state, frame("q3", serde_json::Value::Null));
     assert_eq!(view(&state).active.unwrap().asked_by, None);
 }
+
+#[test]
+fn the_card_knows_when_and_to_whom_a_request_escalates_and_nothing_without_escalate_after() {
+    let frame = |id: &str, extra: serde_json::Value| {
+        let mut request = serde_json::json!({"questions": [{"id": "go", "question": "Go?"}]});
+        if let serde_json::Value::Object(extra) = extra {
+            request.as_object_mut().unwrap().extend(extra);
+        }
+        let data = serde_json::json!({"id": id, "session": "default", "created_at_ms": 5_000,
+            "request": request});
+        Action::FrameReceived(
+            ask_user_core::wire::SessionEvent::parse("question/requested", &data.to_string())
+                .unwrap(),
+        )
+    };
+    let mut state = Questionnaire::new();
+    apply(
+        &mut state,
+        frame(
+            "q1",
+            serde_json::json!({"audience": {"role": "oncall"},
+                               "escalate_after": {"seconds": 60, "role": "leads"}}),
+        ),
+    );
+    assert_eq!(
+        view(&state).active.unwrap().escalates,
+        Some((65_000, "leads".to_owned())),
+        "a minute after the ask"
+    );
+    let mut state = Questionnaire::new();
+    apply(&mut state, frame("q2", serde_json::json!({})));
+    assert_eq!(view(&state).active.unwrap().escalates, None);
+}

@@ -689,6 +689,8 @@ fn an_intent_that_is_not_an_object_is_bad_intent_naming_it() {
 fn built(question: Question) -> AskRequest {
     AskRequest {
         questions: vec![question],
+        audience: None,
+        escalate_after: None,
     }
 }
 
@@ -707,10 +709,14 @@ fn plain(id: &str) -> Question {
 #[test]
 fn validate_applies_the_same_rules_to_requests_built_in_rust() {
     assert_eq!(
-        AskRequest { questions: vec![] }
-            .validate()
-            .unwrap_err()
-            .code,
+        AskRequest {
+            questions: vec![],
+            audience: None,
+            escalate_after: None
+        }
+        .validate()
+        .unwrap_err()
+        .code,
         ErrorCode::EmptyQuestions
     );
     assert!(built(plain("a")).validate().is_ok());
@@ -742,4 +748,143 @@ fn question_lookup_finds_by_exact_id() {
     assert_eq!(parsed.question("b").unwrap().options()[0].label, "X");
     assert!(parsed.question("B").is_none());
     assert!(parsed.questions[1].option("x").is_none());
+}
+
+// --- audience and escalation --------------------------------------------------
+
+fn audienced(audience: Value, escalate_after: Option<Value>) -> Value {
+    let mut value = request(vec![free("q")]);
+    value["audience"] = audience;
+    if let Some(escalation) = escalate_after {
+        value["escalate_after"] = escalation;
+    }
+    value
+}
+
+struct Person(&'static str, &'static [&'static str]);
+
+impl ask_user_core::Member for Person {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn has_role(&self, role: &str) -> bool {
+        self.1.contains(&role)
+    }
+}
+
+#[test]
+fn an_audience_is_anyone_a_person_or_a_role_and_anyone_by_default() {
+    use ask_user_core::Audience;
+    assert_eq!(
+        accepts(request(vec![free("q")])).audience(),
+        &Audience::Anyone
+    );
+    assert_eq!(
+        accepts(audienced(json!("anyone"), None)).audience(),
+        &Audience::Anyone
+    );
+    assert_eq!(
+        accepts(audienced(json!({"person": "ana"}), None)).audience(),
+        &Audience::Person("ana".into())
+    );
+    let role = accepts(audienced(
+        json!({"role": "oncall"}),
+        Some(json!({"seconds": 60, "role": "leads"})),
+    ));
+    let (ana, bo, lee) = (
+        Person("ana", &["oncall"]),
+        Person("bo", &[]),
+        Person("lee", &["leads"]),
+    );
+    assert!(role.admits(&ana, false));
+    assert!(!role.admits(&bo, false) && !role.admits(&bo, true));
+    assert!(!role.admits(&lee, false), "not before the escalation");
+    assert!(role.admits(&lee, true), "once escalated");
+    let anyone = accepts(request(vec![free("q")]));
+    assert!(anyone.admits(&bo, false));
+    let person = accepts(audienced(json!({"person": "ana"}), None));
+    assert!(person.admits(&ana, false) && !person.admits(&lee, true));
+}
+
+#[test]
+fn each_audience_mistake_is_one_error_naming_its_field() {
+    let bad = ErrorCode::BadRequest;
+    rejects(
+        audienced(json!("everyone"), None),
+        bad,
+        &["audience", "everyone"],
+    );
+    rejects(
+        audienced(json!({"team": "x"}), None),
+        bad,
+        &["audience", "team"],
+    );
+    rejects(
+        audienced(json!({"person": ""}), None),
+        bad,
+        &["audience.person", "empty"],
+    );
+    rejects(
+        audienced(json!({"role": "on call"}), None),
+        bad,
+        &["audience.role", "\" \""],
+    );
+    rejects(
+        audienced(
+            json!({"role": "r".repeat(MAX_AUDIENCE_NAME_CHARS + 1)}),
+            None,
+        ),
+        bad,
+        &["audience.role", "at most 64"],
+    );
+    rejects(
+        audienced(
+            json!({"role": "oncall"}),
+            Some(json!({"seconds": 0, "role": "leads"})),
+        ),
+        bad,
+        &["escalate_after.seconds", "from 1"],
+    );
+    rejects(
+        audienced(
+            json!({"role": "oncall"}),
+            Some(json!({"seconds": MAX_ESCALATE_AFTER_SECS + 1, "role": "leads"})),
+        ),
+        bad,
+        &["escalate_after.seconds", "a week"],
+    );
+    rejects(
+        audienced(json!({"role": "oncall"}), Some(json!({"seconds": 5}))),
+        bad,
+        &["escalate_after", "role"],
+    );
+    rejects(
+        audienced(
+            json!({"role": "oncall"}),
+            Some(json!({"seconds": 5, "role": "oncall"})),
+        ),
+        bad,
+        &["escalate_after.role", "already"],
+    );
+    rejects(
+        audienced(
+            json!("anyone"),
+            Some(json!({"seconds": 5, "role": "leads"})),
+        ),
+        bad,
+        &["escalate_after", "anyone already"],
+    );
+    rejects(
+        audienced(json!({"person": "ana"}), Some(json!([5, "leads"]))),
+        bad,
+        &["escalate_after", "expected a JSON object"],
+    );
+    rejects(
+        audienced(
+            json!({"person": "ana"}),
+            Some(json!({"seconds": 5, "role": "l", "to": 1})),
+        ),
+        bad,
+        &["escalate_after", "`to`"],
+    );
 }

@@ -4,7 +4,9 @@
 
 use ask_user_core::limits::*;
 use ask_user_core::tool::{TOOL_DESCRIPTION, TOOL_NAME, input_schema};
-use ask_user_core::{AskRequest, ErrorCode, Intent, IntentKind, Question, QuestionOption};
+use ask_user_core::{
+    AskRequest, Audience, ErrorCode, EscalateAfter, Intent, IntentKind, Question, QuestionOption,
+};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -35,6 +37,11 @@ fn maximal() -> AskRequest {
                 approve: "Approve (Recommended)".into(),
             }),
         }],
+        audience: Some(Audience::Role("oncall".into())),
+        escalate_after: Some(EscalateAfter {
+            seconds: 300,
+            role: "leads".into(),
+        }),
     }
 }
 
@@ -71,7 +78,14 @@ fn schema_properties() -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for (path, object) in schema_objects() {
         for (name, sub) in object["properties"].as_object().unwrap() {
-            let ty = sub["type"].as_str().expect("every property has a type");
+            // `audience` is one of several forms (`oneOf`); the test of its
+            // own checks each, and `maximal` carries the object form.
+            let ty = match sub.get("oneOf") {
+                Some(_) => "object",
+                None => sub["type"].as_str().expect("every property has a type"),
+            };
+            // JSON has numbers only; the schema says which are whole.
+            let ty = if ty == "integer" { "number" } else { ty };
             out.insert((join(&path, name), ty.to_owned()));
         }
     }
@@ -157,8 +171,8 @@ fn every_object_in_the_schema_forbids_additional_properties() {
     walk(&input_schema(), "");
     assert_eq!(
         schema_objects().len(),
-        4,
-        "request, question, option, intent"
+        5,
+        "request, question, option, intent, escalate_after"
     );
 }
 
@@ -196,7 +210,51 @@ fn no_removed_field_appears_anywhere_in_the_schema() {
 #[test]
 fn the_schema_properties_are_exactly_the_fields_the_rust_types_serialise() {
     let serialised = serde_json::to_value(maximal()).unwrap();
-    assert_eq!(schema_properties(), value_properties(&serialised));
+    let mut properties = value_properties(&serialised);
+    // Inside a `oneOf` (the audience's forms): checked form by form below.
+    properties.retain(|(path, _)| !path.starts_with("audience."));
+    assert_eq!(schema_properties(), properties);
+}
+
+#[test]
+fn every_audience_form_in_the_schema_is_one_rust_accepts_and_no_other() {
+    let schema = input_schema();
+    let forms = schema["properties"]["audience"]["oneOf"]
+        .as_array()
+        .unwrap();
+    let mut accepted = Vec::new();
+    for form in forms {
+        let example = match form["type"].as_str().unwrap() {
+            "string" => form["enum"][0].clone(),
+            _ => {
+                let name = form["required"][0].as_str().unwrap();
+                let inner = &form["properties"][name];
+                assert_eq!(inner["maxLength"], json!(MAX_AUDIENCE_NAME_CHARS), "{name}");
+                assert_eq!(form["additionalProperties"], json!(false), "{name}");
+                json!({ name: "ana" })
+            }
+        };
+        let request = json!({"questions": [{"id": "q", "question": "Ship?"}], "audience": example});
+        accepted.push(AskRequest::from_value(request).unwrap().audience.unwrap());
+    }
+    assert_eq!(
+        accepted,
+        vec![
+            Audience::Anyone,
+            Audience::Person("ana".into()),
+            Audience::Role("ana".into())
+        ],
+        "one schema form per Rust variant, in order"
+    );
+    let escalation = &schema["properties"]["escalate_after"]["properties"];
+    assert_eq!(
+        escalation["seconds"]["maximum"],
+        json!(MAX_ESCALATE_AFTER_SECS)
+    );
+    assert_eq!(
+        escalation["role"]["maxLength"],
+        json!(MAX_AUDIENCE_NAME_CHARS)
+    );
 }
 
 #[test]

@@ -18,10 +18,11 @@ pub const PAIR_POLL: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone, Args)]
 pub struct HostArgs {
     /// The host, on loopback (pairing and revoking need the host's own token).
-    #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL)]
+    // Global: `ask-user people add NAME --url …` takes it after its action too.
+    #[arg(long, env = "ASK_USER_URL", default_value = DEFAULT_URL, global = true)]
     pub url: String,
     /// The host's token. Default: the token file in the data directory.
-    #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "ASK_USER_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
     /// Where the host keeps its token file.
     #[command(flatten)]
@@ -51,14 +52,16 @@ pub struct PairArgs {
     pub host: HostArgs,
 }
 
-struct Client {
+/// A loopback client with the host's own token (`ask-user pair`,
+/// `devices`, `people`, `agents`).
+pub(crate) struct Client {
     host: HostUrl,
     token: String,
     http: reqwest::Client,
 }
 
 impl Client {
-    fn new(args: &HostArgs) -> Result<Self, String> {
+    pub(crate) fn new(args: &HostArgs) -> Result<Self, String> {
         let host = HostUrl::parse(&args.url)?;
         if !host.is_loopback() {
             return Err(format!(
@@ -90,13 +93,23 @@ impl Client {
         method: Method,
         path: &str,
     ) -> Result<Option<T>, String> {
+        self.call_with(method, path, "{}".to_owned()).await
+    }
+
+    /// `method path` with a JSON `body`: its answer (`None` for 204), or why not.
+    pub(crate) async fn call_with<T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: String,
+    ) -> Result<Option<T>, String> {
         let url = self.host.join(path.trim_start_matches('/'));
         let response = self
             .http
             .request(method, url)
             .bearer_auth(&self.token)
             .header("content-type", "application/json")
-            .body("{}")
+            .body(body)
             .send()
             .await
             .map_err(|e| format!("cannot reach the host at {}: {e}", self.host.base()))?;

@@ -12,6 +12,7 @@ pub mod ask;
 pub mod devices;
 pub mod history;
 pub mod mcp;
+pub mod people;
 
 use crate::data_dir::DataDirArg;
 use url::{Host, Url};

@@ -5,6 +5,7 @@ use crate::server::devices::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::{BodyText, QuestionId, Session};
 use crate::server::pending::{SharedEvent, question_tail};
+use crate::server::people::Viewer;
 use crate::server::state::{AppState, AskOptions};
 use crate::server::store::{HistoryPage, HistoryQuery, StoreError};
 use ask_user_core::wire::AnsweredBy;
@@ -53,6 +54,7 @@ pub fn router() -> Router<AppState> {
 /// while there is one. `limit` defaults to 50 and is at most 500.
 async fn history(
     State(state): State<AppState>,
+    credential: Option<Extension<Credential>>,
     query: Result<Query<HistoryQuery>, QueryRejection>,
 ) -> Result<Json<HistoryPage>, ApiError> {
     let Query(query) = query
@@ -72,10 +74,18 @@ async fn history(
     }
     let record = state.record().clone();
     // Reads run on the blocking pool, never on the runtime's threads.
-    let page = tokio::task::spawn_blocking(move || record.history(&query))
+    let mut page = tokio::task::spawn_blocking(move || record.history(&query))
         .await
         .map_err(|e| ApiError::Store(StoreError::Unavailable(e.to_string())))?
         .map_err(ApiError::Store)?;
+    // A person reads the records of the questions they could see (escalated
+    // ones if resolved after their escalation); a page may then hold fewer
+    // than `limit`, its cursor still right.
+    if let Viewer::Person(person) = Viewer::of(&state, credential.as_ref().map(|c| &c.0)) {
+        page.records.retain(|r| {
+            crate::server::people::record_admits(&r.question, r.resolved_at_ms, &person)
+        });
+    }
     Ok(Json(page))
 }
 
@@ -172,8 +182,16 @@ async fn ask(
 /// written from each request's JSON, kept since it was asked, so a list
 /// serialises no request and holds no copy of the table: it hands the shared
 /// bytes to the socket a chunk at a time as the reader takes them.
-async fn list(State(state): State<AppState>, Session(session): Session) -> Response {
-    let events = state.pending().pending_events(session.as_str());
+async fn list(
+    State(state): State<AppState>,
+    Session(session): Session,
+    credential: Option<Extension<Credential>>,
+) -> Response {
+    let mut events = state.pending().pending_events(session.as_str());
+    let viewer = Viewer::of(&state, credential.as_ref().map(|c| &c.0));
+    if !viewer.sees_all() {
+        events.retain(|event| viewer.sees(event));
+    }
     (
         [(CONTENT_TYPE, "application/json")],
         Body::from_stream(pending_json_chunks(events)),
@@ -219,8 +237,10 @@ async fn answer(
 ) -> Result<Json<StatusBody>, ApiError> {
     let batch = AnswerBatch::from_json(&body)?;
     let device = device_of(&credential);
+    let viewer = Viewer::of(&state, credential.as_ref().map(|c| &c.0));
+    viewer.may_answer(&state, session.as_str(), &id)?;
     state
-        .answer_by(&session, &id, batch, answered_by(credential))
+        .answer_by(&session, &id, batch, answered_by(credential, &viewer))
         .await?;
     crate::server::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
@@ -236,8 +256,10 @@ async fn cancel(
     credential: Option<Extension<Credential>>,
 ) -> Result<Json<StatusBody>, ApiError> {
     let device = device_of(&credential);
+    let viewer = Viewer::of(&state, credential.as_ref().map(|c| &c.0));
+    viewer.may_answer(&state, session.as_str(), &id)?;
     state
-        .cancel_by(&session, &id, answered_by(credential))
+        .cancel_by(&session, &id, answered_by(credential, &viewer))
         .await?;
     crate::server::devices::note_answered(&state, device);
     Ok(Json(StatusBody {
@@ -255,15 +277,20 @@ fn device_of(
     }
 }
 
-/// Who answers: the page with the master credential (or the token), or a
-/// paired device.
-fn answered_by(credential: Option<Extension<Credential>>) -> Option<AnsweredBy> {
-    Some(match credential {
+/// Who answers: the page with the master credential (or the token), a
+/// paired device, or a person's own credential; naming the person on a host
+/// with people.
+fn answered_by(credential: Option<Extension<Credential>>, viewer: &Viewer) -> Option<AnsweredBy> {
+    let by = match credential {
         Some(Extension(Credential::Device(device))) => {
             AnsweredBy::device(&device.record.id, &device.record.name)
         }
+        Some(Extension(Credential::Person(person))) => {
+            return Some(AnsweredBy::person(&person.record.name));
+        }
         _ => AnsweredBy::page(),
-    })
+    };
+    Some(by.for_person(viewer.person_name()))
 }
 
 /// `POST /api/sessions/{session}/messages` `{"text"}`: a transcript message
@@ -278,8 +305,14 @@ async fn message(
         .map_err(|e| UserInteractionError::bad_request(format!("message: {e}")))?;
     post.validate()?;
     let device = device_of(&credential);
+    let viewer = Viewer::of(&state, credential.as_ref().map(|c| &c.0));
     let message = state
-        .post_message_by(&session, Role::User, post.text, answered_by(credential))
+        .post_message_by(
+            &session,
+            Role::User,
+            post.text,
+            answered_by(credential, &viewer),
+        )
         .await?;
     crate::server::devices::note_answered(&state, device);
     Ok(Json(message))

@@ -88,6 +88,8 @@ pub fn questions() -> AskRequest {
                 intent: None,
             },
         ],
+        audience: None,
+        escalate_after: None,
     }
 }
 

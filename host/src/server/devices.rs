@@ -56,6 +56,10 @@ pub enum Credential {
     Master,
     /// A paired device's credential (the `--remote` origin).
     Device(Arc<Device>),
+    /// A person's own credential (issue 24: `Authorization: Bearer aup_…`).
+    Person(Arc<crate::server::people::Person>),
+    /// An agent token (issue 24): asks only.
+    Agent(Arc<crate::server::people::Agent>),
 }
 
 /// A paired device, live.
@@ -153,6 +157,8 @@ struct Pairing {
     status: PairingStatus,
     name: Option<String>,
     agent: Option<String>,
+    /// The person who opened it (their id): the device will be theirs.
+    person: Option<String>,
 }
 
 /// The paired devices and the open pairings.
@@ -217,12 +223,14 @@ impl From<PairingError> for ApiError {
     }
 }
 
-fn random_hex<const BYTES: usize>() -> String {
+/// `BYTES` random bytes in hex.
+pub(crate) fn random_hex<const BYTES: usize>() -> String {
     let bytes: [u8; BYTES] = rand::random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn sha256_hex(text: &str) -> String {
+/// The SHA-256 of `text` in hex: how credentials are kept.
+pub(crate) fn sha256_hex(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -274,8 +282,9 @@ impl Devices {
         devices
     }
 
-    /// Opens a pairing: `(id, code)`. Past [`MAX_OPEN_PAIRINGS`] the oldest closes.
-    pub fn open_pairing(&self, now: Instant) -> (String, String) {
+    /// Opens a pairing: `(id, code)`; the device will be `person`'s (their
+    /// id), or the machine owner's. Past [`MAX_OPEN_PAIRINGS`] the oldest closes.
+    pub fn open_pairing(&self, now: Instant, person: Option<String>) -> (String, String) {
         let mut inner = self.lock();
         inner.expire(now, self.life);
         if inner.pairings.len() >= MAX_OPEN_PAIRINGS {
@@ -289,6 +298,7 @@ impl Devices {
             status: PairingStatus::Open,
             name: None,
             agent: None,
+            person,
         });
         (id, code)
     }
@@ -379,6 +389,7 @@ impl Devices {
                     paired_at_ms: at,
                     last_seen_ms: at,
                     last_answer_ms: None,
+                    person: pairing.person,
                 };
                 let device = Arc::new(Device::new(record));
                 if inner.by_credential.len() >= MAX_DEVICES {
@@ -403,6 +414,34 @@ impl Devices {
         let device = inner.by_credential.remove(&hash)?;
         device.revoked.cancel();
         Some(device)
+    }
+}
+
+impl Devices {
+    /// Revokes every device paired under person `id` (they were removed).
+    pub fn revoke_person(&self, id: &str) -> Vec<Arc<Device>> {
+        let mut inner = self.lock();
+        let hashes: Vec<String> = inner
+            .by_credential
+            .iter()
+            .filter(|(_, d)| d.record.person.as_deref() == Some(id))
+            .map(|(hash, _)| hash.clone())
+            .collect();
+        hashes
+            .iter()
+            .filter_map(|hash| inner.by_credential.remove(hash))
+            .inspect(|device| device.revoked.cancel())
+            .collect()
+    }
+
+    /// Who opened pairing `id` (a person's id; `None`: the owner), if open.
+    pub fn opened_by(&self, id: &str) -> Option<Option<String>> {
+        let inner = self.lock();
+        inner
+            .pairings
+            .iter()
+            .find(|p| p.id == id)
+            .map(|p| p.person.clone())
     }
 }
 
@@ -477,9 +516,33 @@ pub fn public_router() -> Router<AppState> {
 fn master_only(credential: &Credential) -> Result<(), ApiError> {
     match credential {
         Credential::Master => Ok(()),
-        Credential::Device(_) => Err(ApiError::Forbidden(
-            "pairing and revoking devices need the host's own page or `ask-user`, on loopback"
-                .to_owned(),
+        Credential::Device(_) | Credential::Person(_) | Credential::Agent(_) => {
+            Err(ApiError::Forbidden(
+                "pairing and revoking devices need the host's own page or `ask-user`, on loopback"
+                    .to_owned(),
+            ))
+        }
+    }
+}
+
+/// Who may open a pairing and decide it: the master credential (the
+/// device is the owner's) or a person (the device is theirs; they decide
+/// only the pairings they opened). Returns the person's id.
+fn pairing_owner(credential: &Credential) -> Result<Option<String>, ApiError> {
+    match credential {
+        Credential::Person(person) => Ok(Some(person.record.id.clone())),
+        other => master_only(other).map(|()| None),
+    }
+}
+
+/// Refuses a person deciding (or looking at) a pairing they did not open.
+fn may_decide(state: &AppState, credential: &Credential, id: &str) -> Result<(), ApiError> {
+    let opener = pairing_owner(credential)?;
+    match (&opener, state.devices().opened_by(id)) {
+        (None, _) | (_, None) => Ok(()),
+        (Some(person), Some(Some(by))) if *person == by => Ok(()),
+        _ => Err(ApiError::Forbidden(
+            "a person decides only the pairings they opened".to_owned(),
         )),
     }
 }
@@ -504,7 +567,7 @@ async fn open_pairing(
     State(state): State<AppState>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<OpenedPairing>, ApiError> {
-    master_only(&credential)?;
+    let person = pairing_owner(&credential)?;
     let Some(remote) = state.config().remote.as_ref() else {
         return Err(ApiError::Interaction(
             ask_user_core::UserInteractionError::bad_request(
@@ -513,7 +576,7 @@ async fn open_pairing(
             ),
         ));
     };
-    let (id, code) = state.devices().open_pairing(Instant::now());
+    let (id, code) = state.devices().open_pairing(Instant::now(), person);
     let url = format!("{}/pair#{code}", remote.origin);
     Ok(Json(OpenedPairing {
         qr_svg: crate::qr::svg_qr(&url),
@@ -542,7 +605,7 @@ async fn pairing_status(
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
-    master_only(&credential)?;
+    may_decide(&state, &credential, &id)?;
     let (status, name, agent) = state
         .devices()
         .status(&id, Instant::now())
@@ -576,7 +639,7 @@ fn decision(
     id: &str,
     approve: bool,
 ) -> Result<Json<PairingView>, ApiError> {
-    master_only(credential)?;
+    may_decide(state, credential, id)?;
     let now = Instant::now();
     state.devices().decide(id, approve, now)?;
     let (status, name, agent) = state.devices().status(id, now).ok_or(PairingError::Gone)?;
@@ -799,7 +862,7 @@ mod tests {
     use super::*;
 
     fn claimed(devices: &Devices, now: Instant) -> (String, String) {
-        let (id, code) = devices.open_pairing(now);
+        let (id, code) = devices.open_pairing(now, None);
         devices
             .claim(
                 &code,
@@ -856,7 +919,7 @@ mod tests {
             PairingError::Denied
         );
         assert_eq!(devices.collect(&code, now).unwrap_err(), PairingError::Gone);
-        let (id, _) = devices.open_pairing(now);
+        let (id, _) = devices.open_pairing(now, None);
         assert_eq!(
             devices.decide(&id, true, now).unwrap_err(),
             PairingError::NotClaimed
@@ -886,6 +949,7 @@ mod tests {
             paired_at_ms: 1_000,
             last_seen_ms: 1_000,
             last_answer_ms: None,
+            person: None,
         });
         assert!(!device.seen(2_000), "a second after pairing");
         assert_eq!(device.last_seen_ms(), 2_000, "seen, in memory");

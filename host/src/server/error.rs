@@ -50,6 +50,17 @@ pub enum ApiError {
     },
     /// `FORBIDDEN` (403): the `Host` or `Origin` is not allowed; says which.
     Forbidden(String),
+    /// 403 with a code of its own (issue 24): `AGENT_CANNOT_ANSWER` (an
+    /// agent token answers, cancels or writes), `NOT_IN_AUDIENCE` (a person
+    /// outside the question's audience).
+    NotAllowed {
+        /// The machine code.
+        code: &'static str,
+        /// Why.
+        message: String,
+    },
+    /// `CONFLICT` (409): a person or an agent token of that name exists.
+    Conflict(String),
     /// `PAIRING_CODE_GONE` (410): a pairing code used, expired or never issued.
     Gone(String),
     /// `PAYLOAD_TOO_LARGE` (413): the body is over the limit.
@@ -82,7 +93,8 @@ impl ApiError {
             ApiError::Store(StoreError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Store(StoreError::Full(_)) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::NotAllowed { .. } => StatusCode::FORBIDDEN,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -101,6 +113,8 @@ impl ApiError {
             ApiError::Unauthorized => "UNAUTHORIZED",
             ApiError::AuthThrottled { .. } => "TOO_MANY_AUTH_FAILURES",
             ApiError::Forbidden(_) => "FORBIDDEN",
+            ApiError::NotAllowed { code, .. } => code,
+            ApiError::Conflict(_) => "CONFLICT",
             ApiError::Gone(_) => "PAIRING_CODE_GONE",
             ApiError::PayloadTooLarge { .. } => "PAYLOAD_TOO_LARGE",
             ApiError::NotFound(_) => "NOT_FOUND",
@@ -154,7 +168,8 @@ impl ApiError {
                 "too many wrong tokens from this address: wait {retry_after_secs} s (Retry-After), \
                  then send the token `ask-user serve` printed"
             ),
-            ApiError::Forbidden(why) | ApiError::Gone(why) => why.clone(),
+            ApiError::Forbidden(why) | ApiError::Gone(why) | ApiError::Conflict(why) => why.clone(),
+            ApiError::NotAllowed { message, .. } => message.clone(),
             ApiError::PayloadTooLarge { limit } => {
                 format!("request body is larger than {limit} bytes")
             }

@@ -5,17 +5,20 @@
 //! broadcast is re-synced the same way, never left silently behind. Shutdown
 //! ends the stream after the events already sent to it (e.g. `disposed`).
 
+use crate::server::devices::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::Session;
 use crate::server::pending::{EventReceiver, PendingTable, RecvError, SharedEvent, TryRecvError};
+use crate::server::people::Viewer;
 use crate::server::state::AppState;
-use axum::Router;
+use ask_user_core::wire::{SessionEvent, SessionSynced};
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
+use axum::{Extension, Router};
 use futures_util::Stream;
 use futures_util::stream;
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,14 +35,16 @@ pub fn router() -> Router<AppState> {
 async fn events(
     State(state): State<AppState>,
     Session(session): Session,
+    credential: Option<Extension<Credential>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     // Held by the stream: released when the stream ends or its reader goes.
     let room = state.open_stream()?;
     let connected = state.page_connected();
-    let stream = session_events(
+    let stream = session_events_seen_by(
         state.pending().clone(),
         session.into(),
         state.shutdown_token(),
+        Viewer::of(&state, credential.as_ref().map(|c| &c.0)),
     );
     let stream = futures_util::StreamExt::map(stream, move |event| {
         let _room = &room;
@@ -57,6 +62,11 @@ struct Cursor {
     queue: VecDeque<SharedEvent>,
     events: Option<EventReceiver>,
     done: bool,
+    /// Who reads: a person sees only the questions of their audiences.
+    viewer: Viewer,
+    /// The questions this stream showed (pending), for a viewer who does
+    /// not see everything.
+    shown: HashSet<String>,
 }
 
 impl Cursor {
@@ -64,6 +74,43 @@ impl Cursor {
         let subscription = self.pending.subscribe(&self.session);
         self.queue.extend(subscription.replay);
         self.events = Some(subscription.events);
+        self.shown.clear();
+    }
+
+    /// `event` as this stream's viewer may see it: a question outside their
+    /// audience, and everything about it, is left out (a question that
+    /// escalates to them arrives then, as `question/requested`).
+    fn seen(&mut self, event: SharedEvent) -> Option<SharedEvent> {
+        if self.viewer.sees_all() {
+            return Some(event);
+        }
+        match &*event {
+            // Sent again when it escalates: a page showing it already ignores
+            // the repeat (and says "escalated"), one newly in the audience shows it.
+            SessionEvent::QuestionRequested(q) => {
+                if !self.viewer.sees(&event) {
+                    return None;
+                }
+                self.shown.insert(q.id.clone());
+                Some(event)
+            }
+            SessionEvent::QuestionDetached(r) | SessionEvent::QuestionAttached(r) => {
+                self.shown.contains(&r.id).then_some(event)
+            }
+            SessionEvent::QuestionResolved(r) => self.shown.remove(&r.id).then_some(event),
+            SessionEvent::SessionSynced(synced) => {
+                let pending = synced
+                    .pending
+                    .iter()
+                    .filter(|id| self.shown.contains(*id))
+                    .cloned()
+                    .collect();
+                Some(SharedEvent::from(SessionEvent::SessionSynced(
+                    SessionSynced { pending },
+                )))
+            }
+            SessionEvent::MessageCreated(_) => Some(event),
+        }
     }
 }
 
@@ -82,6 +129,16 @@ pub fn session_events(
     session: String,
     shutdown: CancellationToken,
 ) -> impl Stream<Item = SharedEvent> + Send + 'static {
+    session_events_seen_by(pending, session, shutdown, Viewer::Owner)
+}
+
+/// [`session_events`] as `viewer` sees them (issue 24's audiences).
+pub fn session_events_seen_by(
+    pending: Arc<PendingTable>,
+    session: String,
+    shutdown: CancellationToken,
+    viewer: Viewer,
+) -> impl Stream<Item = SharedEvent> + Send + 'static {
     let mut cursor = Cursor {
         pending,
         session,
@@ -89,12 +146,17 @@ pub fn session_events(
         queue: VecDeque::new(),
         events: None,
         done: false,
+        viewer,
+        shown: HashSet::new(),
     };
     cursor.resync();
     stream::unfold(cursor, |mut cursor| async move {
         loop {
             if let Some(event) = cursor.queue.pop_front() {
-                return Some((event, cursor));
+                match cursor.seen(event) {
+                    Some(event) => return Some((event, cursor)),
+                    None => continue,
+                }
             }
             if cursor.done {
                 return None;
@@ -115,7 +177,11 @@ pub fn session_events(
             }
             tokio::select! {
                 received = events.recv() => match received {
-                    Ok(event) => return Some((event, cursor)),
+                    Ok(event) => {
+                        if let Some(event) = cursor.seen(event) {
+                            return Some((event, cursor));
+                        }
+                    }
                     Err(RecvError::Lagged(missed)) => {
                         tracing::debug!(missed, session = %cursor.session, "stream lagged; re-syncing");
                         cursor.resync();

@@ -3,16 +3,18 @@
 //! `inbox/changed` frames) and `GET /api/sessions/{session}/transcript`.
 //! Behind the token, Host and Origin checks like the rest of `/api`.
 
+use crate::server::devices::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::Session;
 use crate::server::pending::{PendingTable, now_ms};
+use crate::server::people::Viewer;
 use crate::server::state::AppState;
 use ask_user_core::limits::INBOX_COALESCE_MS;
-use ask_user_core::wire::{InboxEvent, SessionList, Transcript};
+use ask_user_core::wire::{InboxEvent, SessionList, Transcript, TranscriptEntry};
 use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use futures_util::{Stream, stream};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -37,13 +39,43 @@ pub fn router() -> Router<AppState> {
 }
 
 /// `GET /api/sessions` → `{"sessions": [...]}`, most urgent first.
-async fn sessions(State(state): State<AppState>) -> Json<SessionList> {
-    Json(state.pending().sessions(now_ms()))
+async fn sessions(
+    State(state): State<AppState>,
+    credential: Option<Extension<Credential>>,
+) -> Json<SessionList> {
+    let viewer = Viewer::of(&state, credential.as_ref().map(|c| &c.0));
+    Json(sessions_seen_by(state.pending(), &viewer))
+}
+
+/// The session list as `viewer` sees it.
+fn sessions_seen_by(pending: &PendingTable, viewer: &Viewer) -> SessionList {
+    if viewer.sees_all() {
+        pending.sessions(now_ms())
+    } else {
+        pending.sessions_seen_by(now_ms(), &|event| viewer.sees(event))
+    }
 }
 
 /// `GET /api/sessions/{session}/transcript` → `{"entries": [...]}`, oldest first.
-async fn transcript(State(state): State<AppState>, Session(session): Session) -> Json<Transcript> {
+/// A person's holds the records of the questions they could see.
+async fn transcript(
+    State(state): State<AppState>,
+    Session(session): Session,
+    credential: Option<Extension<Credential>>,
+) -> Json<Transcript> {
     let mut transcript = state.pending().transcript(session.as_str());
+    if let Viewer::Person(person) = Viewer::of(&state, credential.as_ref().map(|c| &c.0)) {
+        transcript.entries.retain(|entry| match entry {
+            TranscriptEntry::Record(record) => {
+                let escalated = record
+                    .request
+                    .escalates_at_ms(record.created_at_ms)
+                    .is_some_and(|at| record.resolved_at_ms >= at);
+                record.request.admits(person.as_ref(), escalated)
+            }
+            TranscriptEntry::Message(_) => true,
+        });
+    }
     transcript.demo_agent = state.config().demo && session == crate::server::demo::demo_session();
     Json(transcript)
 }
@@ -51,6 +83,7 @@ async fn transcript(State(state): State<AppState>, Session(session): Session) ->
 /// `GET /api/events`: `inbox/changed` on open and after every change.
 async fn events(
     State(state): State<AppState>,
+    credential: Option<Extension<Credential>>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let permit = state
         .inbox_streams()
@@ -59,7 +92,13 @@ async fn events(
         .map_err(|_| ApiError::TooManyInboxStreams {
             limit: MAX_INBOX_STREAMS,
         })?;
-    let stream = inbox_events(state.pending().clone(), state.shutdown_token(), permit);
+    let viewer = Viewer::of(&state, credential.as_ref().map(|c| &c.0));
+    let stream = inbox_events_seen_by(
+        state.pending().clone(),
+        state.shutdown_token(),
+        permit,
+        viewer,
+    );
     let stream = futures_util::StreamExt::map(stream, |event| {
         Ok(Event::default().event(event.name()).data(event.data()))
     });
@@ -74,6 +113,8 @@ struct Cursor {
     last_sent_at: Option<Instant>,
     /// Held while the stream is open.
     _permit: Option<OwnedSemaphorePermit>,
+    /// Whose list it is.
+    viewer: Viewer,
 }
 
 /// The session list as a stream: now, then after each change, at most one
@@ -84,6 +125,16 @@ pub fn inbox_events(
     shutdown: CancellationToken,
     permit: impl Into<Option<OwnedSemaphorePermit>>,
 ) -> impl Stream<Item = InboxEvent> + Send + 'static {
+    inbox_events_seen_by(pending, shutdown, permit, Viewer::Owner)
+}
+
+/// [`inbox_events`] with the list as `viewer` sees it.
+pub fn inbox_events_seen_by(
+    pending: Arc<PendingTable>,
+    shutdown: CancellationToken,
+    permit: impl Into<Option<OwnedSemaphorePermit>>,
+    viewer: Viewer,
+) -> impl Stream<Item = InboxEvent> + Send + 'static {
     let changes = pending.inbox();
     let cursor = Cursor {
         pending,
@@ -92,6 +143,7 @@ pub fn inbox_events(
         last: None,
         last_sent_at: None,
         _permit: permit.into(),
+        viewer,
     };
     stream::unfold(cursor, |mut cursor| async move {
         loop {
@@ -109,7 +161,7 @@ pub fn inbox_events(
                 }
             }
             cursor.changes.borrow_and_update();
-            let list = cursor.pending.sessions(now_ms());
+            let list = sessions_seen_by(&cursor.pending, &cursor.viewer);
             if cursor.last.as_ref() == Some(&list) {
                 continue;
             }

@@ -16,6 +16,7 @@ pub mod inbox;
 pub mod mcp;
 pub mod pages;
 pub mod pending;
+pub mod people;
 pub mod provider;
 pub mod push;
 pub mod security;
@@ -49,6 +50,7 @@ pub fn app(state: AppState) -> Router {
         .merge(events::router())
         .merge(inbox::router())
         .merge(devices::router())
+        .merge(people::router())
         .merge(push::service::router())
         .method_not_allowed_fallback(api::method_not_allowed)
         .route_layer(from_fn_with_state(state.clone(), security::require_token))

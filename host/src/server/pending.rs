@@ -56,6 +56,9 @@ use table::{Input, Limits, Now, Output, Outputs, Reply, Table, WaiterId, questio
 pub struct SharedEvent {
     event: Arc<SessionEvent>,
     request_json: Option<Bytes>,
+    /// A `question/requested` whose audience was widened by its
+    /// `escalate_after` (the table's timer decides; not sent on the wire).
+    escalated: bool,
 }
 
 impl std::ops::Deref for SharedEvent {
@@ -80,6 +83,7 @@ impl From<SessionEvent> for SharedEvent {
         Self {
             event: Arc::new(event),
             request_json: None,
+            escalated: false,
         }
     }
 }
@@ -91,7 +95,22 @@ impl SharedEvent {
         Self {
             event: Arc::new(SessionEvent::QuestionRequested(question)),
             request_json: Some(request_json),
+            escalated: false,
         }
+    }
+
+    /// The same event, its question escalated.
+    pub(crate) fn escalated(&self) -> Self {
+        Self {
+            escalated: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether this `question/requested`'s audience was widened by its
+    /// `escalate_after`.
+    pub fn is_escalated(&self) -> bool {
+        self.escalated
     }
 
     /// The request's canonical JSON of a `question/requested` (serialised
@@ -496,6 +515,17 @@ impl PendingTable {
         answer.normalize(&question(&event).request)
     }
 
+    /// Whether `member` may see and answer pending question `id` (see
+    /// [`Table::admits`]); `None` when it is not pending.
+    pub fn admits(
+        &self,
+        session: &str,
+        id: &str,
+        member: &dyn ask_user_core::Member,
+    ) -> Option<bool> {
+        self.lock().table.admits(session, id, member)
+    }
+
     /// `NOT_PENDING` (saying why, when known) unless `id` is pending in `session`.
     pub fn check_pending(&self, session: &str, id: &str) -> Result<(), UserInteractionError> {
         self.requested(session, id).map(drop)
@@ -699,6 +729,15 @@ impl PendingTable {
     /// first (see [`Table::sessions`]).
     pub fn sessions(&self, now_ms: u64) -> SessionList {
         self.lock().table.sessions(now_ms)
+    }
+
+    /// [`PendingTable::sessions`] as someone who `sees` only some questions.
+    pub fn sessions_seen_by(
+        &self,
+        now_ms: u64,
+        sees: &dyn Fn(&SharedEvent) -> bool,
+    ) -> SessionList {
+        self.lock().table.sessions_seen_by(now_ms, sees)
     }
 
     /// Marked changed whenever [`PendingTable::sessions`] may have changed.

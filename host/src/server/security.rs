@@ -373,6 +373,12 @@ pub fn presents_credentials(
     presented(state, method, uri, headers) == Presented::Valid
         || crate::server::devices::presented_credential(headers)
             .is_some_and(|credential| state.devices().authenticate(&credential).is_some())
+        || headers
+            .get_all(AUTHORIZATION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(|v| v.strip_prefix("Bearer "))
+            .any(|presented| state.people().authenticate(presented.trim()).is_some())
 }
 
 /// The `?token=` of a `GET …/events` request, percent-decoded. `EventSource`
@@ -452,6 +458,9 @@ pub async fn require_token(
     next: Next,
 ) -> Response {
     let peer = peer_of(&request);
+    if let Some(bearer) = people_bearer(&state, &request) {
+        return with_bearer(state, peer, request, next, bearer).await;
+    }
     if reach_of(&request) == Reach::Remote {
         let agents = is_agent_endpoint(request.uri().path());
         if agents && !state.config().remote_agents {
@@ -501,6 +510,98 @@ pub async fn require_token(
         }
         Err(error) => error.into_response(),
     }
+}
+
+/// The person's credential or agent token a request presents (a Bearer
+/// header, or `?token=` on an event stream), if one is.
+fn people_bearer(state: &AppState, request: &Request) -> Option<crate::server::people::Bearer> {
+    let people = state.people();
+    request
+        .headers()
+        .get_all(AUTHORIZATION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| v.strip_prefix("Bearer "))
+        .find_map(|presented| people.authenticate(presented.trim()))
+        .or_else(|| {
+            events_query_token(request.method(), request.uri())
+                .and_then(|presented| people.authenticate(&presented))
+        })
+}
+
+/// Whether `path` answers, cancels or writes to a person (what an agent
+/// token may never do).
+fn is_answering_path(path: &str) -> bool {
+    path.starts_with("/api/sessions/")
+        && (path.ends_with("/answer") || path.ends_with("/cancel") || path.ends_with("/messages"))
+}
+
+/// A request with a person's credential or an agent token (issue 24): on
+/// loopback and on the `--remote` origin (they are per person, revocable and
+/// kept hashed, unlike the master token), the agents' endpoints there only
+/// with `--remote-agents`; an agent token reaches the agents' endpoints
+/// only. Its response ends when the person or the token is removed.
+async fn with_bearer(
+    state: AppState,
+    peer: IpAddr,
+    mut request: Request,
+    next: Next,
+    bearer: crate::server::people::Bearer,
+) -> Response {
+    use crate::server::people::{AGENT_CANNOT_ANSWER, AGENT_CANNOT_ANSWER_WHY, Bearer};
+    // A throttled remote peer is refused before anything else, as always.
+    if let Err(error) = authenticate(&state, peer, || Presented::Valid) {
+        return error.into_response();
+    }
+    let path = request.uri().path();
+    let agents = is_agent_endpoint(path);
+    if agents && reach_of(&request) == Reach::Remote && !state.config().remote_agents {
+        return ApiError::Forbidden(
+            "the agents' endpoints (…/ask, /mcp) answer on loopback only; start the host \
+             with --remote-agents to open them on the --remote origin"
+                .to_owned(),
+        )
+        .into_response();
+    }
+    let removed = match &bearer {
+        Bearer::Agent(_) if is_answering_path(path) => {
+            return ApiError::NotAllowed {
+                code: AGENT_CANNOT_ANSWER,
+                message: AGENT_CANNOT_ANSWER_WHY.to_owned(),
+            }
+            .into_response();
+        }
+        Bearer::Agent(_) if !agents => {
+            return ApiError::Forbidden(
+                "an agent token may only ask (…/ask, /mcp): lists, streams, history, devices \
+                 and people are the people's"
+                    .to_owned(),
+            )
+            .into_response();
+        }
+        Bearer::Agent(agent) => {
+            let removed = agent.removed.clone();
+            request
+                .extensions_mut()
+                .insert(Credential::Agent(agent.clone()));
+            removed
+        }
+        Bearer::Person(person) => {
+            let removed = person.removed.clone();
+            request
+                .extensions_mut()
+                .insert(Credential::Person(person.clone()));
+            removed
+        }
+    };
+    let response = next.run(request).await;
+    response.map(|body| {
+        use futures_util::StreamExt;
+        axum::body::Body::from_stream(
+            body.into_data_stream()
+                .take_until(removed.cancelled_owned()),
+        )
+    })
 }
 
 /// A device's `response`: its body cut off when the device is revoked (its

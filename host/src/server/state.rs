@@ -155,6 +155,8 @@ struct Inner {
     run: String,
     /// Paired devices and open pairings.
     devices: crate::server::devices::Devices,
+    /// People and agent tokens (issue 24).
+    people: crate::server::people::People,
     /// Push to paired devices, when on.
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
@@ -243,6 +245,7 @@ impl AppState {
             ))
         });
         let devices = crate::server::devices::Devices::new(kept_devices, config.pairing_life);
+        let people = crate::server::people::People::new(restored.people, restored.agents);
         Self {
             inner: Arc::new(Inner {
                 guard: crate::server::security::Guard::new(&config.token),
@@ -260,6 +263,7 @@ impl AppState {
                 pages: Default::default(),
                 run: random_token(),
                 devices,
+                people,
                 push,
                 presence: Default::default(),
             }),
@@ -300,6 +304,11 @@ impl AppState {
     /// Paired devices and open pairings.
     pub fn devices(&self) -> &crate::server::devices::Devices {
         &self.inner.devices
+    }
+
+    /// People and agent tokens.
+    pub fn people(&self) -> &crate::server::people::People {
+        &self.inner.people
     }
 
     /// The open inbox streams' permits (see [`crate::server::inbox::MAX_INBOX_STREAMS`]).

@@ -225,6 +225,10 @@ pub enum CannotShow {
 }
 
 /// Something that happened. Feed it to [`apply`](super::apply).
+// A frame is the common action and is moved once into `apply`: boxing it
+// would cost an allocation per frame to save stack bytes nobody keeps (an
+// ask's audience and escalation made requests, and so frames, larger).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
     /// A frame from the session's event stream.

@@ -44,6 +44,9 @@ pub struct RequestView {
     pub first_question: String,
     /// Who asked (the asker's name, at most 64 characters), when the host knows.
     pub asked_by: Option<String>,
+    /// When the request's `escalate_after` widens its audience (Unix ms) and
+    /// to which role: the card says "escalated to ROLE" from then on.
+    pub escalates: Option<(u64, String)>,
     /// Editing, sending, sent or failed.
     pub phase: Phase,
     /// The person can change things: options, text and every button but the
@@ -323,6 +326,11 @@ fn request_view(request: &PendingRequest) -> RequestView {
         asked_by: request.asked_by.as_ref().map(|a| {
             crate::attention::shorten(&neutralised(a.name.clone()), MAX_SHOWN_ASKER_CHARS)
         }),
+        escalates: request
+            .request
+            .escalates_at_ms(request.created_at_ms)
+            .zip(request.request.escalate_after.as_ref())
+            .map(|(at, e)| (at, e.role.clone())),
         phase: match request.status {
             Status::Editing => Phase::Editing,
             Status::Sending(_) => Phase::Sending,

@@ -381,6 +381,8 @@ struct Entry {
     /// (replayed and listed as is).
     event: SharedEvent,
     waiting: Waiting,
+    /// When its audience widens (its `escalate_after`), until it has.
+    escalates: Option<Instant>,
 }
 
 /// A resolution no call has collected yet.
@@ -458,6 +460,9 @@ pub struct Table {
     closed: bool,
     /// When each detached question or held resolution is due: (until, seq) → session.
     deadlines: BTreeMap<(Instant, u64), String>,
+    /// When each pending question with an `escalate_after` escalates:
+    /// (at, seq) → session.
+    escalations: BTreeMap<(Instant, u64), String>,
     /// id → (session, how it ended) of recently resolved questions, bounded.
     recent: HashMap<String, (String, Ended)>,
     recent_order: VecDeque<String>,
@@ -500,6 +505,7 @@ impl Table {
             next_seq: 0,
             closed: false,
             deadlines: BTreeMap::new(),
+            escalations: BTreeMap::new(),
             recent: HashMap::new(),
             recent_order: VecDeque::new(),
             logs: SessionLogs::new(LogLimits::default()),
@@ -598,11 +604,15 @@ impl Table {
         }
     }
 
-    /// When [`Input::Expire`] is next due: the earliest end of a grace.
+    /// When [`Input::Expire`] is next due: the earliest end of a grace or
+    /// escalation.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.deadlines
-            .first_key_value()
-            .map(|(&(until, _), _)| until)
+        let grace = self.deadlines.first_key_value().map(|(&(at, _), _)| at);
+        let escalation = self.escalations.first_key_value().map(|(&(at, _), _)| at);
+        match (grace, escalation) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn register(
@@ -670,8 +680,12 @@ impl Table {
         if let Some(limit) = self.full(session, bytes) {
             return Reply::Refused(RegisterError::TooManyPending { limit });
         }
-        let (seq, event) =
-            self.insert_pending(question, (key, json, bytes), Waiting::Attached { waiter });
+        let (seq, event) = self.insert_pending(
+            question,
+            (key, json, bytes),
+            Waiting::Attached { waiter },
+            step.now,
+        );
         step.push(Output::InboxChanged);
         // Only now, with the entry in place, may anyone see the question.
         step.broadcast(session, event.clone());
@@ -733,8 +747,12 @@ impl Table {
             }
             let id = question.id.clone();
             let until = step.now.at + self.limits.detach_grace;
-            let (seq, _) =
-                self.insert_pending(question, (key, json, bytes), Waiting::Detached { until });
+            let (seq, _) = self.insert_pending(
+                question,
+                (key, json, bytes),
+                Waiting::Detached { until },
+                step.now,
+            );
             self.session(&session).index(key, seq);
             self.deadlines.insert((until, seq), session.clone());
             if self.limits.detach_grace.is_zero() {
@@ -810,6 +828,7 @@ impl Table {
     }
 
     fn expire(&mut self, step: &mut Step) {
+        self.escalate(step);
         while let Some((&(until, seq), _)) = self.deadlines.first_key_value() {
             if until > step.now.at {
                 return;
@@ -831,6 +850,33 @@ impl Table {
             } else if let Some(id) = slot.order.get(&seq).cloned() {
                 self.resolve(step, &session, &id, Ended::Expired);
             }
+        }
+    }
+
+    /// Widens the audience of every question whose `escalate_after` is due:
+    /// its `question/requested` is sent again, escalated (a page that shows
+    /// it already ignores the repeat; one newly in the audience shows it),
+    /// and lists and replays carry it escalated from now on.
+    fn escalate(&mut self, step: &mut Step) {
+        while let Some((&(at, seq), _)) = self.escalations.first_key_value() {
+            if at > step.now.at {
+                return;
+            }
+            let session = self
+                .escalations
+                .remove(&(at, seq))
+                .expect("the first escalation");
+            let Some(slot) = self.sessions.get_mut(&session) else {
+                continue;
+            };
+            let Some(entry) = slot.order.get(&seq).and_then(|id| slot.entries.get_mut(id)) else {
+                continue;
+            };
+            entry.escalates = None;
+            entry.event = entry.event.escalated();
+            let event = entry.event.clone();
+            step.broadcast(&session, event);
+            step.push(Output::InboxChanged);
         }
     }
 
@@ -883,6 +929,9 @@ impl Table {
         if let Waiting::Detached { until } = entry.waiting {
             slot.unindex(entry.key, entry.seq);
             self.deadlines.remove(&(until, entry.seq));
+        }
+        if let Some(at) = entry.escalates {
+            self.escalations.remove(&(at, entry.seq));
         }
         let asked = question(&entry.event);
         let record = TranscriptRecord {
@@ -968,6 +1017,7 @@ impl Table {
         question: QuestionRequested,
         (key, json, bytes): (u64, Bytes, usize),
         waiting: Waiting,
+        now: Now,
     ) -> (u64, SharedEvent) {
         let session = question.session.clone();
         let id = question.id.clone();
@@ -980,7 +1030,21 @@ impl Table {
         self.next_seq += 1;
         self.pending += 1;
         self.bytes += bytes;
-        let event = SharedEvent::requested(question, json);
+        // Counted from the ask (a restored question may be due already).
+        let escalates_at_ms = question.request.escalates_at_ms(question.created_at_ms);
+        let mut event = SharedEvent::requested(question, json);
+        let escalates = match escalates_at_ms {
+            Some(at_ms) if at_ms <= now.unix_ms => {
+                event = event.escalated();
+                None
+            }
+            Some(at_ms) => {
+                let at = now.at + Duration::from_millis(at_ms - now.unix_ms);
+                self.escalations.insert((at, seq), session.clone());
+                Some(at)
+            }
+            None => None,
+        };
         let slot = self.session(session.as_str());
         slot.order.insert(seq, id.clone());
         slot.entries.insert(
@@ -991,6 +1055,7 @@ impl Table {
                 bytes,
                 event: event.clone(),
                 waiting,
+                escalates,
             },
         );
         (seq, event)
@@ -1096,6 +1161,22 @@ impl Table {
             .ok_or_else(|| self.not_pending(session, id))
     }
 
+    /// Whether `member` may see and answer pending question `id` (its
+    /// audience, widened once it escalated); `None` when it is not pending.
+    pub fn admits(
+        &self,
+        session: &str,
+        id: &str,
+        member: &dyn ask_user_core::Member,
+    ) -> Option<bool> {
+        let entry = self.entry(session, id)?;
+        Some(
+            question(&entry.event)
+                .request
+                .admits(member, entry.event.is_escalated()),
+        )
+    }
+
     /// The `question/requested` events of `session`'s pending questions,
     /// oldest first (shared: no request is copied).
     pub fn pending_events(&self, session: &str) -> Vec<SharedEvent> {
@@ -1150,21 +1231,33 @@ impl Table {
     /// [`LISTED_SESSION_IDLE_MS`] of `now_ms`, most urgent first, at most
     /// [`MAX_LISTED_SESSIONS`].
     pub fn sessions(&self, now_ms: u64) -> SessionList {
+        self.sessions_seen_by(now_ms, &|_| true)
+    }
+
+    /// [`Table::sessions`] as someone who `sees` only some questions: a
+    /// session counts, previews and lists by those alone (issue 24's audiences).
+    pub fn sessions_seen_by(
+        &self,
+        now_ms: u64,
+        sees: &dyn Fn(&SharedEvent) -> bool,
+    ) -> SessionList {
         let mut sessions: Vec<SessionEntry> = Vec::new();
         for (name, slot) in &self.sessions {
-            let Some(oldest) = slot.order.values().next() else {
-                continue;
-            };
-            let oldest = question(&slot.entries[oldest].event);
-            let newest = slot
+            let mut seen = slot
                 .order
                 .values()
-                .next_back()
-                .map(|id| question(&slot.entries[id].event));
+                .map(|id| &slot.entries[id].event)
+                .filter(|event| sees(event));
+            let Some(oldest) = seen.next() else {
+                continue;
+            };
+            let (count, newest) = seen.fold((1usize, oldest), |(n, _), e| (n + 1, e));
+            let oldest = question(oldest);
+            let newest = Some(question(newest));
             let log = self.logs.get(name);
             sessions.push(SessionEntry {
                 id: name.clone(),
-                pending: u32::try_from(slot.order.len()).unwrap_or(u32::MAX),
+                pending: u32::try_from(count).unwrap_or(u32::MAX),
                 last_activity_ms: log
                     .map_or(0, |log| log.last_activity_ms)
                     .max(newest.map_or(0, |q| q.created_at_ms)),

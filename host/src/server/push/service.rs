@@ -156,11 +156,13 @@ fn push_of(state: &AppState) -> Result<&Arc<Push>, ApiError> {
 fn device_of(credential: &Credential) -> Result<String, ApiError> {
     match credential {
         Credential::Device(device) => Ok(device.record.id.clone()),
-        Credential::Master => Err(ApiError::Forbidden(
-            "push subscriptions belong to a paired device: subscribe from the device's page \
+        Credential::Master | Credential::Person(_) | Credential::Agent(_) => {
+            Err(ApiError::Forbidden(
+                "push subscriptions belong to a paired device: subscribe from the device's page \
              (the --remote origin)"
-                .to_owned(),
-        )),
+                    .to_owned(),
+            ))
+        }
     }
 }
 

@@ -252,6 +252,26 @@ pub enum Write {
         /// The device's id.
         device: String,
     },
+    /// A person was added (issue 24): their name, roles and the SHA-256 of
+    /// their credential (never the credential).
+    PersonAdded(PersonRecord),
+    /// A person was removed: their credential and every device paired
+    /// under them stop working (their push subscriptions go too).
+    PersonRemoved {
+        /// The person's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
+    /// An agent token was made: its name and the SHA-256 of the token.
+    AgentAdded(AgentRecord),
+    /// An agent token was removed.
+    AgentRemoved {
+        /// The token's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
     /// Deletes resolved questions (not held ones) and messages older than
     /// `before_ms`.
     Prune {
@@ -304,6 +324,10 @@ pub struct Restored {
     pub devices: Vec<DeviceRecord>,
     /// Their push subscriptions (device id, JSON).
     pub push_subscriptions: Vec<(String, String)>,
+    /// The people not removed, oldest first (issue 24).
+    pub people: Vec<PersonRecord>,
+    /// The agent tokens not removed, oldest first (issue 24).
+    pub agents: Vec<AgentRecord>,
 }
 
 /// A paired device as kept.
@@ -324,6 +348,38 @@ pub struct DeviceRecord {
     pub last_seen_ms: u64,
     /// When it last answered, cancelled or wrote a message (Unix ms).
     pub last_answer_ms: Option<u64>,
+    /// The person it was paired under (their id), when a person's
+    /// credential opened the pairing; `None`: the machine owner's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
+}
+
+/// A person who may answer (issue 24), as kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PersonRecord {
+    /// `u_` and 16 hex digits.
+    pub id: String,
+    /// Their name, unique among the people kept (core's `check_name`).
+    pub name: String,
+    /// Their roles (each as core's `check_name`).
+    pub roles: Vec<String>,
+    /// SHA-256 of their credential, hex.
+    pub credential_sha256: String,
+    /// When they were added (Unix ms).
+    pub added_at_ms: u64,
+}
+
+/// An agent token (issue 24): it may ask, never answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    /// `a_` and 16 hex digits.
+    pub id: String,
+    /// Its name (core's `check_name`), unique among the tokens kept.
+    pub name: String,
+    /// SHA-256 of the token, hex.
+    pub credential_sha256: String,
+    /// When it was made (Unix ms).
+    pub added_at_ms: u64,
 }
 
 /// One resolved question as the history shows it.

@@ -29,7 +29,7 @@ pub const DATABASE_FILE: &str = "ask-user.db";
 pub const APPLICATION_ID: i64 = 0x4153_4b55;
 
 /// The schema this build writes; a file of a newer one is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// The most writes applied in one transaction.
 const MAX_BATCH: usize = 512;
@@ -133,6 +133,39 @@ CREATE TABLE IF NOT EXISTS push_subscriptions (
     subscribed_ms INTEGER NOT NULL
 );
 ";
+
+/// Schema 6 (issue 24): the people who may answer and the agent tokens,
+/// each with the SHA-256 of its credential (never the credential), and the
+/// person each device was paired under (`devices.person`, a person's id;
+/// NULL: the machine owner's). A name is unique among the rows not removed.
+const PEOPLE: &str = "
+CREATE TABLE IF NOT EXISTS people (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    roles TEXT NOT NULL,
+    credential_sha256 TEXT NOT NULL UNIQUE,
+    added_ms INTEGER NOT NULL,
+    removed_ms INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS people_name ON people (name) WHERE removed_ms IS NULL;
+CREATE TABLE IF NOT EXISTS agent_tokens (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    credential_sha256 TEXT NOT NULL UNIQUE,
+    added_ms INTEGER NOT NULL,
+    removed_ms INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS agent_tokens_name ON agent_tokens (name) WHERE removed_ms IS NULL;
+";
+
+/// Adds schema 6's tables and `devices.person` where a file lacks them.
+fn add_people(tx: &Connection) -> rusqlite::Result<()> {
+    tx.execute_batch(PEOPLE)?;
+    if !has_column(tx, "devices", "person")? {
+        tx.execute_batch("ALTER TABLE devices ADD COLUMN person TEXT")?;
+    }
+    Ok(())
+}
 
 enum Job {
     Write(Write, oneshot::Sender<Result<bool, StoreError>>),
@@ -427,6 +460,7 @@ fn create_schema(conn: &mut Connection) -> rusqlite::Result<()> {
     tx.execute_batch(DEVICES)?;
     add_devices_activity(&tx)?;
     tx.execute_batch(PUSH_SUBSCRIPTIONS)?;
+    add_people(&tx)?;
     tx.execute(
         "INSERT INTO schema_version (version) VALUES (?1)",
         [SCHEMA_VERSION],
@@ -470,11 +504,13 @@ fn check_existing(conn: &Connection, path: &Path) -> Result<(), String> {
 /// Brings a schema 1 to 4 file to [`SCHEMA_VERSION`] in one transaction,
 /// the records as they are: 2 (the devices table, `answered_by`), 3 (the
 /// per-session index of resolved questions only), 4 (devices' activity,
-/// `written_by`), 5 (push subscriptions).
+/// `written_by`), 5 (push subscriptions), 6 (people, agent tokens,
+/// `devices.person`).
 fn migrate(conn: &mut Connection) -> rusqlite::Result<()> {
     let tx = conn.transaction()?;
     tx.execute_batch(DEVICES)?;
     tx.execute_batch(PUSH_SUBSCRIPTIONS)?;
+    add_people(&tx)?;
     if !has_column(&tx, "questions", "answered_by")? {
         tx.execute_batch("ALTER TABLE questions ADD COLUMN answered_by TEXT")?;
     }
@@ -701,6 +737,8 @@ fn load(conn: &Connection, limits: &StoreLimits) -> rusqlite::Result<(Restored, 
     restored.transcripts = load_transcripts(conn)?;
     restored.devices = load_devices(conn)?;
     restored.push_subscriptions = load_push_subscriptions(conn)?;
+    restored.people = load_people(conn)?;
+    restored.agents = load_agents(conn)?;
     Ok((restored, report))
 }
 
@@ -775,8 +813,14 @@ fn load_devices(conn: &Connection) -> rusqlite::Result<Vec<super::DeviceRecord>>
     } else {
         "NULL, NULL"
     };
+    // Nor one older than schema 6 a person.
+    let person = if has_column(conn, "devices", "person")? {
+        "person"
+    } else {
+        "NULL"
+    };
     let mut statement = conn.prepare(&format!(
-        "SELECT id, name, agent, credential_sha256, paired_ms, {activity} FROM devices \
+        "SELECT id, name, agent, credential_sha256, paired_ms, {activity}, {person} FROM devices \
          WHERE revoked_ms IS NULL ORDER BY paired_ms"
     ))?;
     let rows = statement.query_map([], |row| {
@@ -791,6 +835,61 @@ fn load_devices(conn: &Connection) -> rusqlite::Result<Vec<super::DeviceRecord>>
                 .get::<_, Option<i64>>(5)?
                 .map_or(paired_at_ms, |ms| ms as u64),
             last_answer_ms: row.get::<_, Option<i64>>(6)?.map(|ms| ms as u64),
+            person: row.get(7)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// Whether `table` exists (a file older than schema 6 opened read-only has
+/// no people).
+fn has_table(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [table],
+        |row| row.get(0),
+    )
+}
+
+/// The people not removed, oldest first.
+fn load_people(conn: &Connection) -> rusqlite::Result<Vec<super::PersonRecord>> {
+    if !has_table(conn, "people")? {
+        return Ok(Vec::new());
+    }
+    let mut statement = conn.prepare(
+        "SELECT id, name, roles, credential_sha256, added_ms FROM people \
+         WHERE removed_ms IS NULL ORDER BY added_ms, id",
+    )?;
+    let rows = statement.query_map([], |row| {
+        let roles: String = row.get(2)?;
+        Ok(super::PersonRecord {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            // Written by this store from a list of names: a row that no
+            // longer reads keeps no role rather than stopping the host.
+            roles: serde_json::from_str(&roles).unwrap_or_default(),
+            credential_sha256: row.get(3)?,
+            added_at_ms: row.get::<_, i64>(4)? as u64,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The agent tokens not removed, oldest first.
+fn load_agents(conn: &Connection) -> rusqlite::Result<Vec<super::AgentRecord>> {
+    if !has_table(conn, "agent_tokens")? {
+        return Ok(Vec::new());
+    }
+    let mut statement = conn.prepare(
+        "SELECT id, name, credential_sha256, added_ms FROM agent_tokens \
+         WHERE removed_ms IS NULL ORDER BY added_ms, id",
+    )?;
+    let rows = statement.query_map([], |row| {
+        Ok(super::AgentRecord {
+            id: row.get(0)?,
+            name: row.get(1)?,
+            credential_sha256: row.get(2)?,
+            added_at_ms: row.get::<_, i64>(3)? as u64,
         })
     })?;
     rows.collect()
@@ -1437,8 +1536,8 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
             ])?,
         Write::DevicePaired(device) => conn
             .prepare_cached(
-                "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms, last_seen_ms) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO devices (id, name, agent, credential_sha256, paired_ms, last_seen_ms, person) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 device.id,
@@ -1446,8 +1545,52 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                 device.agent,
                 device.credential_sha256,
                 device.paired_at_ms as i64,
-                device.last_seen_ms as i64
+                device.last_seen_ms as i64,
+                device.person
             ])?,
+        Write::PersonAdded(person) => conn
+            .prepare_cached(
+                "INSERT INTO people (id, name, roles, credential_sha256, added_ms) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![
+                person.id,
+                person.name,
+                to_json(&person.roles),
+                person.credential_sha256,
+                person.added_at_ms as i64
+            ])?,
+        Write::PersonRemoved { id, at_ms } => {
+            conn.prepare_cached(
+                "DELETE FROM push_subscriptions WHERE device_id IN \
+                 (SELECT id FROM devices WHERE person = ?1)",
+            )?
+            .execute([id])?;
+            conn.prepare_cached(
+                "UPDATE devices SET revoked_ms = ?2 WHERE person = ?1 AND revoked_ms IS NULL",
+            )?
+            .execute(params![id, *at_ms as i64])?;
+            conn.prepare_cached(
+                "UPDATE people SET removed_ms = ?2 WHERE id = ?1 AND removed_ms IS NULL",
+            )?
+            .execute(params![id, *at_ms as i64])?
+        }
+        Write::AgentAdded(agent) => conn
+            .prepare_cached(
+                "INSERT INTO agent_tokens (id, name, credential_sha256, added_ms) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                agent.id,
+                agent.name,
+                agent.credential_sha256,
+                agent.added_at_ms as i64
+            ])?,
+        Write::AgentRemoved { id, at_ms } => conn
+            .prepare_cached(
+                "UPDATE agent_tokens SET removed_ms = ?2 WHERE id = ?1 AND removed_ms IS NULL",
+            )?
+            .execute(params![id, *at_ms as i64])?,
         Write::DeviceSeen { id, at_ms } => conn
             .prepare_cached(
                 "UPDATE devices SET last_seen_ms = ?2 \

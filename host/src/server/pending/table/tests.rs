@@ -1021,3 +1021,227 @@ proptest! {
         prop_assert_eq!(table.pending_bytes(), weighed);
     }
 }
+
+// --- escalation (issue 24) ----------------------------------------------------
+
+/// A person for audience checks.
+struct Member(&'static str, &'static [&'static str]);
+
+impl ask_user_core::Member for Member {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn has_role(&self, role: &str) -> bool {
+        self.1.contains(&role)
+    }
+}
+
+const ONCALL: Member = Member("ana", &["oncall"]);
+const LEAD: Member = Member("lee", &["leads"]);
+
+/// A request for role `oncall` that escalates to `leads` after `seconds`.
+fn escalating(seconds: u64) -> (AskRequest, Bytes) {
+    let request = AskRequest::from_json(&format!(
+        r#"{{"questions": [{{"id": "q", "question": "Deploy?"}}], "audience": {{"role": "oncall"}}, "escalate_after": {{"seconds": {seconds}, "role": "leads"}}}}"#
+    ))
+    .unwrap();
+    let json = request_json(&request);
+    (request, json)
+}
+
+#[derive(Debug, Clone)]
+enum EscalationOp {
+    /// Ask a question escalating after 1 to 4 seconds.
+    Ask(u64),
+    /// Move the clock by this many milliseconds.
+    Advance(u64),
+    /// Answer a pending question (by index).
+    Answer(Index),
+    /// The asker gives up on one.
+    Abort(Index),
+}
+
+fn escalation_op() -> impl Strategy<Value = EscalationOp> {
+    prop_oneof![
+        (1u64..5).prop_map(EscalationOp::Ask),
+        (0u64..3_000).prop_map(EscalationOp::Advance),
+        any::<Index>().prop_map(EscalationOp::Answer),
+        any::<Index>().prop_map(EscalationOp::Abort),
+    ]
+}
+
+/// What the model keeps of a question.
+#[derive(Debug)]
+struct Modelled {
+    session: &'static str,
+    id: String,
+    due_ms: u64,
+    pending: bool,
+    escalated: bool,
+}
+
+/// Runs the timer as the driver does: `Expire` whenever `poll_timeout` is due.
+fn run_timer(table: &mut Table, clock: &Clock) -> Vec<Output> {
+    let mut effects = Vec::new();
+    while table.poll_timeout().is_some_and(|at| at <= clock.now().at) {
+        effects.extend(table.apply(Input::Expire, clock.now()).effects);
+    }
+    effects
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2_000, ..config() })]
+
+    /// Escalation widens a question's audience to its second role exactly
+    /// when its `escalate_after` is due (counted from the ask), once, and
+    /// only while it is pending; its `question/requested` goes out again then,
+    /// escalated, so a stream of someone newly in the audience shows it.
+    #[test]
+    fn escalation_widens_the_audience_once_on_time_and_only_while_pending(
+        ops in proptest::collection::vec(escalation_op(), 1..40)
+    ) {
+        let mut clock = Clock::new();
+        let mut table = Table::new(Limits { detach_grace: GRACE, ..Limits::default() });
+        let mut model: Vec<Modelled> = Vec::new();
+        let mut waiter = 0;
+        for op in ops {
+            let mut effects = Vec::new();
+            match op {
+                EscalationOp::Ask(seconds) => {
+                    let (request, json) = escalating(seconds);
+                    let now = clock.now();
+                    let session = SESSIONS[model.len() % SESSIONS.len()];
+                    let id = format!("q_{}", model.len());
+                    waiter += 1;
+                    let out = table.apply(
+                        Input::Register {
+                            question: QuestionRequested {
+                                id: id.clone(),
+                                session: session.to_owned(),
+                                request,
+                                created_at_ms: now.unix_ms,
+                                asked_by: None,
+                            },
+                            request_json: json,
+                            waiter: WaiterId(waiter),
+                        },
+                        now,
+                    );
+                    let new = matches!(out.reply, Reply::Registered { found: Found::New, .. });
+                    prop_assert!(new, "registered as new");
+                    model.push(Modelled {
+                        session,
+                        id,
+                        due_ms: now.unix_ms + seconds * 1000,
+                        pending: true,
+                        escalated: false,
+                    });
+                }
+                EscalationOp::Advance(ms) => clock.elapsed += Duration::from_millis(ms),
+                EscalationOp::Answer(index) | EscalationOp::Abort(index) => {
+                    if model.is_empty() {
+                        continue;
+                    }
+                    let at = index.index(model.len());
+                    let q = &mut model[at];
+                    let input = match op {
+                        EscalationOp::Answer(_) => Input::Claim {
+                            session: q.session.to_owned(),
+                            id: q.id.clone(),
+                            answer: AnswerBatch::from_json(
+                                r#"{"answers": [{"id": "q", "custom": "yes"}]}"#,
+                            )
+                            .unwrap(),
+                            by: None,
+                        },
+                        _ => Input::Abort {
+                            session: q.session.to_owned(),
+                            id: q.id.clone(),
+                            outcome: Outcome::Aborted,
+                        },
+                    };
+                    effects.extend(table.apply(input, clock.now()).effects);
+                    q.pending = false;
+                }
+            }
+            effects.extend(run_timer(&mut table, &clock));
+            let now_ms = clock.now().unix_ms;
+            // Every `question/requested` sent again is an escalation due now.
+            for effect in &effects {
+                let Output::Broadcast { session, event } = effect else { continue };
+                let SessionEvent::QuestionRequested(q) = &**event else { continue };
+                let m = model.iter_mut().find(|m| m.id == q.id).expect("a modelled question");
+                prop_assert_eq!(session.as_str(), m.session);
+                prop_assert!(m.pending, "{} escalated after it ended", m.id);
+                prop_assert!(!m.escalated, "{} escalated twice", m.id);
+                prop_assert!(m.due_ms <= now_ms, "{} escalated early", m.id);
+                prop_assert!(event.is_escalated());
+                m.escalated = true;
+            }
+            for m in &model {
+                let admits = |who: &Member| table.admits(m.session, &m.id, who);
+                if !m.pending {
+                    prop_assert_eq!(admits(&ONCALL), None);
+                    continue;
+                }
+                prop_assert_eq!(m.escalated, m.due_ms <= now_ms, "{} on time", &m.id);
+                prop_assert_eq!(admits(&ONCALL), Some(true), "the first audience always");
+                prop_assert_eq!(admits(&LEAD), Some(m.escalated), "the second role once escalated");
+                let listed = table.pending_events(m.session);
+                let event = listed.iter().find(|e| question(e).id == m.id).unwrap();
+                prop_assert_eq!(event.is_escalated(), m.escalated, "lists carry it");
+            }
+            // The timer is never later than the next escalation due.
+            if let Some(next) = model.iter().filter(|m| m.pending && !m.escalated).map(|m| m.due_ms).min() {
+                let at = table.poll_timeout().expect("an escalation is due later");
+                prop_assert!(at <= clock.now().at + Duration::from_millis(next - now_ms));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_restored_question_past_its_escalation_comes_back_escalated_and_one_before_it_escalates_on_time()
+ {
+    let clock = Clock::new();
+    let now = clock.now();
+    let mut table = Table::new(limits());
+    let restored = |id: &str, asked_ms_ago: u64| {
+        let (request, _) = escalating(60);
+        QuestionRequested {
+            id: id.to_owned(),
+            session: "s0".to_owned(),
+            request,
+            created_at_ms: now.unix_ms - asked_ms_ago,
+            asked_by: None,
+        }
+    };
+    table.apply(
+        Input::Restore(Restored {
+            pending: vec![restored("late", 61_000), restored("early", 59_000)],
+            ..Restored::default()
+        }),
+        now,
+    );
+    assert_eq!(
+        table.admits("s0", "late", &LEAD),
+        Some(true),
+        "due while the host was down"
+    );
+    assert_eq!(table.admits("s0", "early", &LEAD), Some(false));
+    assert_eq!(
+        table.poll_timeout(),
+        Some(now.at + Duration::from_secs(1)),
+        "the rest of its minute, counted from the ask"
+    );
+    let later = Now {
+        at: now.at + Duration::from_secs(1),
+        unix_ms: now.unix_ms + 1_000,
+    };
+    let out = table.apply(Input::Expire, later);
+    assert!(out.effects.iter().any(|e| matches!(
+        e,
+        Output::Broadcast { event, .. } if event.is_escalated() && question(event).id == "early"
+    )));
+    assert_eq!(table.admits("s0", "early", &LEAD), Some(true));
+}

@@ -499,7 +499,7 @@ async fn a_schema_2_file_becomes_the_current_schema_and_keeps_devices_last_seen_
     schema_2_file(&dir.0);
     let store = SqliteStore::open(&dir.0).unwrap();
     assert_eq!(schema_version_of(&dir.0), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     let device = &store.restored().devices[0];
     assert_eq!(
         (device.last_seen_ms, device.last_answer_ms),
@@ -717,7 +717,7 @@ async fn a_schema_2_file_opens_as_the_current_schema_with_the_resolved_only_sess
         })
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     let index: String = conn
         .query_row(
             "SELECT sql FROM sqlite_master WHERE name = 'questions_session'",
@@ -813,6 +813,7 @@ fn device(id: &str) -> super::super::DeviceRecord {
         paired_at_ms: 1,
         last_seen_ms: 1,
         last_answer_ms: None,
+        person: None,
     }
 }
 
@@ -890,4 +891,116 @@ fn a_schema_2_file_gains_the_push_subscriptions_and_is_marked_the_current_schema
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert!(has_column(&conn, "push_subscriptions", "subscription").unwrap());
+}
+
+/// A schema 5 file (before issue 24): devices without `person`, no people.
+fn schema_5_file(dir: &Path) {
+    let mut conn = Connection::open(dir.join(DATABASE_FILE)).unwrap();
+    let tx = conn.transaction().unwrap();
+    tx.execute_batch(SCHEMA).unwrap();
+    tx.execute_batch(DEVICES).unwrap();
+    add_devices_activity(&tx).unwrap();
+    tx.execute_batch(PUSH_SUBSCRIPTIONS).unwrap();
+    tx.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID};
+         INSERT INTO schema_version (version) VALUES (5);
+         INSERT INTO devices (id, name, agent, credential_sha256, paired_ms)
+             VALUES ('d_old', 'Pixel 8', 'Chrome, Android', 'ab', 1000);"
+    ))
+    .unwrap();
+    tx.commit().unwrap();
+}
+
+fn person(id: &str, name: &str, roles: &[&str]) -> super::super::PersonRecord {
+    super::super::PersonRecord {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        roles: roles.iter().map(|r| (*r).to_owned()).collect(),
+        credential_sha256: format!("{id:0>64}"),
+        added_at_ms: 10,
+    }
+}
+
+#[tokio::test]
+async fn a_schema_5_file_becomes_schema_6_and_people_agents_and_a_devices_person_survive_a_restart()
+{
+    let dir = TempDir::new();
+    schema_5_file(&dir.0);
+    {
+        let store = SqliteStore::open(&dir.0).unwrap();
+        assert_eq!(schema_version_of(&dir.0), 6);
+        let restored = store.restored();
+        assert_eq!(restored.devices.len(), 1, "the old device is kept");
+        assert_eq!(restored.devices[0].person, None, "the owner's");
+        assert!(restored.people.is_empty() && restored.agents.is_empty());
+        assert!(
+            kept(
+                &store,
+                Write::PersonAdded(person("u_ana", "ana", &["oncall"]))
+            )
+            .await
+        );
+        assert!(kept(&store, Write::PersonAdded(person("u_bo", "bo", &[]))).await);
+        let mut phone = device("d_ana");
+        phone.person = Some("u_ana".to_owned());
+        assert!(kept(&store, Write::DevicePaired(phone)).await);
+        assert!(
+            kept(
+                &store,
+                Write::AgentAdded(super::super::AgentRecord {
+                    id: "a_ci".to_owned(),
+                    name: "ci".to_owned(),
+                    credential_sha256: "c".repeat(64),
+                    added_at_ms: 11,
+                })
+            )
+            .await
+        );
+    }
+    {
+        let store = SqliteStore::open(&dir.0).unwrap();
+        let restored = store.restored();
+        assert_eq!(
+            restored.people,
+            vec![
+                person("u_ana", "ana", &["oncall"]),
+                person("u_bo", "bo", &[])
+            ]
+        );
+        assert_eq!(restored.agents.len(), 1);
+        assert_eq!(restored.agents[0].name, "ci");
+        let ana_phone = restored.devices.iter().find(|d| d.id == "d_ana").unwrap();
+        assert_eq!(ana_phone.person.as_deref(), Some("u_ana"));
+        assert!(
+            kept(
+                &store,
+                Write::PersonRemoved {
+                    id: "u_ana".to_owned(),
+                    at_ms: 20
+                }
+            )
+            .await
+        );
+        assert!(
+            kept(
+                &store,
+                Write::AgentRemoved {
+                    id: "a_ci".to_owned(),
+                    at_ms: 20
+                }
+            )
+            .await
+        );
+        // A removed name may be given again (a new credential).
+        assert!(kept(&store, Write::PersonAdded(person("u_ana2", "ana", &[]))).await);
+    }
+    let store = SqliteStore::open(&dir.0).unwrap();
+    let restored = store.restored();
+    let names: Vec<&str> = restored.people.iter().map(|p| p.id.as_str()).collect();
+    assert_eq!(names, ["u_ana2", "u_bo"], "the removed one is gone");
+    assert!(restored.agents.is_empty());
+    assert!(
+        restored.devices.iter().all(|d| d.id != "d_ana"),
+        "a removed person's devices are revoked with them"
+    );
 }
