@@ -437,7 +437,14 @@ fn Item(
     let multi = item.multi_select;
     let has_options = !item.options.is_empty();
     let question_id = format!("auq-{uid}-q");
-    let rows = move || vm.with(|v| v.item().map(|i| i.options.clone()).unwrap_or_default());
+    // The rows are this item's, fixed while it is shown (a new item or
+    // request renders the body anew); each row follows selection and focus in
+    // place. A plain list, not a keyed `For`: nothing here is ever reordered.
+    let rows = item
+        .options
+        .into_iter()
+        .map(|row| view! { <OptionRow session texts row multi uid /> })
+        .collect_view();
     let replying = move || with_active(vm, |a| a.reply.is_some()).unwrap_or(false);
 
     let text_ref = NodeRef::<html::Textarea>::new();
@@ -498,9 +505,7 @@ fn Item(
                     role=if multi { "group" } else { "radiogroup" }
                     aria-labelledby=question_id
                 >
-                    <For each=rows key=|row| row.label.clone() let(row)>
-                        <OptionRow session texts row multi uid />
-                    </For>
+                    {rows}
                 </div>
             })}
             <div class="auq-field" data-role=data_role>
