@@ -33,6 +33,7 @@ use ask_user_composer::{
 use ask_user_composer::{HttpTransport, PostError};
 use ask_user_core::SessionId;
 use ask_user_core::wire::{MessageCreated, Role};
+use leptos::either::Either;
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use serde::Deserialize;
@@ -335,9 +336,11 @@ fn render(
     let styles = options
         .styles
         .then(|| view! { <style>{STYLESHEET}</style> });
+    // `Either`, not erased views: each `into_any()` costs its own copy of
+    // tachys's type-erasure code.
     let body = match options.view {
-        EmbedView::Composer => view! { <QuestionComposer session=stream.session /> }.into_any(),
-        EmbedView::Conversation => view! { <Conversation stream /> }.into_any(),
+        EmbedView::Composer => Either::Left(view! { <QuestionComposer session=stream.session /> }),
+        EmbedView::Conversation => Either::Right(view! { <Conversation stream /> }),
     };
     view! {
         {styles}
