@@ -113,7 +113,7 @@ pub fn page(host: PageHost) -> impl IntoView {
         let session = shown.get();
         let stream = use_question_stream_with(transport_for.with_value(|t| t(&session)));
         let view_model = stream.session.view();
-        Effect::new(move |_| {
+        crate::effect(move || {
             let now = view_model.with(|v| Waiting {
                 pending: v.pending(),
                 first_question: v.active.as_ref().map(|a| a.first_question.clone()),
@@ -332,17 +332,19 @@ fn AttentionControls(texts: &'static Texts) -> impl IntoView {
 /// holds the inbox stream (so one tab notifies, not every tab); the sound, when
 /// on, on every arrival. Never moves focus: only a click on a notification does.
 fn use_notifications(inbox: Inbox, texts: &'static Texts, open: Callback<String>) {
-    Effect::new(move |before: Option<Option<SessionList>>| {
+    let mut before: Option<SessionList> = None;
+    crate::effect(move || {
         let now = inbox.sessions.get();
-        let Some(list) = now.clone() else {
-            return now;
+        let before = std::mem::replace(&mut before, now.clone());
+        let Some(list) = now else {
+            return;
         };
         if !inbox.holder.get_untracked() {
-            return now;
+            return;
         }
-        let due = arrivals(before.flatten().as_ref(), &list);
+        let due = arrivals(before.as_ref(), &list);
         if due.is_empty() {
-            return now;
+            return;
         }
         if notify::sound_on() {
             notify::beep();
@@ -354,6 +356,5 @@ fn use_notifications(inbox: Inbox, texts: &'static Texts, open: Callback<String>
                 notify::notify(&title, &body, arrival, move |session| open.run(session));
             }
         }
-        now
     });
 }
