@@ -20,6 +20,7 @@ mod fixture;
 
 use ask_user_composer::{Lang, MountOptions, page_view};
 use ask_user_core::SessionId;
+use leptos::either::Either;
 use leptos::prelude::*;
 
 fn main() {
@@ -38,33 +39,33 @@ fn main() {
     let session =
         param("session").map_or_else(|| Ok(SessionId::default()), |s| SessionId::parse(&s));
     #[cfg(feature = "fixture")]
-    let fixture = param("fixture").map(|kind| (kind, param("item").and_then(|i| i.parse().ok())));
-    #[cfg(not(feature = "fixture"))]
-    let fixture: Option<(String, Option<usize>)> = None;
+    if let Some(kind) = param("fixture") {
+        let item = param("item").and_then(|i| i.parse().ok());
+        let transport =
+            ask_user_composer::Transport::new(fixture::FixtureTransport::new(&kind, item));
+        mount_to_body(move || {
+            view! { <main class="auq-page">{ask_user_composer::page_view_with(transport)}</main> }
+        });
+        return;
+    }
     mount_to_body(move || {
-        let conversation = match (fixture, session) {
-            #[cfg(feature = "fixture")]
-            (Some((kind, item)), _) => ask_user_composer::page_view_with(
-                ask_user_composer::Transport::new(fixture::FixtureTransport::new(&kind, item)),
-            )
-            .into_any(),
-            (_, Ok(session)) => page_view(MountOptions {
+        // `Either`, not erased views: each `into_any()` costs code.
+        let conversation = match session {
+            Ok(session) => Either::Left(page_view(MountOptions {
                 base_url: String::new(),
                 session,
                 token: None,
-            })
-            .into_any(),
-            (_, Err(error)) => {
+            })),
+            Err(error) => {
                 let texts = Lang::from_browser().texts();
-                view! {
+                Either::Right(view! {
                     <header class="auq-page__header">
                         <h1 class="auq-page__title">"ask-user"</h1>
                     </header>
                     <p class="auq-error" role="alert" data-auq="bad-session">
                         {texts.bad_session} " " {error.message}
                     </p>
-                }
-                .into_any()
+                })
             }
         };
         view! { <main class="auq-page">{conversation}</main> }

@@ -19,12 +19,13 @@ pub struct Waiting {
 /// Keeps the title, favicon and app badge in step with `waiting`, writing
 /// them only when it changes (a favicon written on every frame flickers).
 pub fn use_attention(waiting: Signal<Waiting>) {
-    Effect::new(move |shown: Option<Waiting>| {
+    let mut shown = None;
+    crate::effect(move || {
         let now = waiting.get();
         if shown.as_ref() != Some(&now) {
             show(&now);
         }
-        now
+        shown = Some(now);
     });
 }
 

@@ -84,7 +84,7 @@ pub fn QuestionComposer(
     let carets = StoredValue::new(Carets::default());
 
     if let Some(slot) = slot {
-        Effect::new(move |_| slot.set_claim(QUESTION_ENTRY, vm.with(|v| v.slot_taken)));
+        crate::effect(move || slot.set_claim(QUESTION_ENTRY, vm.with(|v| v.slot_taken)));
     }
     follow_focus(vm, root, slot);
     let live = live_region(vm, texts);
@@ -238,13 +238,14 @@ fn follow_focus(
     slot: Option<ComposerSlotContext>,
 ) {
     let at_mount = vm.with_untracked(|v| v.focus.map(|f| f.version));
-    Effect::new(move |applied: Option<Option<u64>>| {
+    let mut applied = at_mount;
+    crate::effect(move || {
         let focus = vm.with(|v| v.focus);
         let version = focus.map(|f| f.version);
-        if let Some(focus) = focus.filter(|_| version != applied.unwrap_or(at_mount)) {
+        if let Some(focus) = focus.filter(|_| version != applied) {
             queue_microtask(move || focus_on(focus.value, root, slot));
         }
-        version
+        applied = version;
     });
 }
 
@@ -448,7 +449,14 @@ fn Item(
     let multi = item.multi_select;
     let has_options = !item.options.is_empty();
     let question_id = format!("auq-{uid}-q");
-    let rows = move || vm.with(|v| v.item().map(|i| i.options.clone()).unwrap_or_default());
+    // The rows are this item's, fixed while it is shown (a new item or
+    // request renders the body anew); each row follows selection and focus in
+    // place. A plain list, not a keyed `For`: nothing here is ever reordered.
+    let rows = item
+        .options
+        .into_iter()
+        .map(|row| view! { <OptionRow session texts row multi uid /> })
+        .collect_view();
     let replying = move || with_active(vm, |a| a.reply.is_some()).unwrap_or(false);
 
     let text_ref = NodeRef::<html::Textarea>::new();
@@ -456,7 +464,7 @@ fn Item(
     // while the person types: the same value is never written back. A written
     // value puts the caret where the person left it in this box, else at the
     // end, so what they type next follows their draft.
-    Effect::new(move |_| {
+    crate::effect(move || {
         let text = vm.with(|v| {
             v.item()
                 .map(|i| i.text_box.value.clone())
@@ -509,9 +517,7 @@ fn Item(
                     role=if multi { "group" } else { "radiogroup" }
                     aria-labelledby=question_id
                 >
-                    <For each=rows key=|row| row.label.clone() let(row)>
-                        <OptionRow session texts row multi uid />
-                    </For>
+                    {rows}
                 </div>
             })}
             <div class="auq-field" data-role=data_role>
@@ -554,7 +560,7 @@ fn ReplyBox(session: QuestionSession, texts: &'static Texts, uid: usize) -> impl
     let text_id = format!("auq-{uid}-reply");
     let reply_ref = NodeRef::<html::Textarea>::new();
     // As for the item's box: follow the state without touching what is typed.
-    Effect::new(move |_| {
+    crate::effect(move || {
         let text = with_active(vm, |a| a.reply.as_ref().map(|r| r.text.clone()))
             .flatten()
             .unwrap_or_default();

@@ -33,7 +33,7 @@ pub fn Transcript(
         .unwrap_or_else(|| use_locale().texts());
     let list = NodeRef::<html::Ol>::new();
     // Keep the newest entry in view.
-    Effect::new(move |_| {
+    crate::effect(move || {
         entries.track();
         if let Some(list) = list.get() {
             set_timeout(
@@ -153,7 +153,8 @@ pub fn MessageComposer(
     let input = NodeRef::<html::Textarea>::new();
     if let Some(slot) = slot {
         // The slot came back: take focus (after the render that un-hides us).
-        Effect::new(move |previous: Option<u64>| {
+        let mut previous = None;
+        crate::effect(move || {
             let requests = slot.focus_requests();
             if previous.is_some_and(|p| p != requests) {
                 set_timeout(
@@ -165,7 +166,7 @@ pub fn MessageComposer(
                     Duration::ZERO,
                 );
             }
-            requests
+            previous = Some(requests);
         });
     }
     let send = move || {
@@ -232,7 +233,7 @@ pub fn Conversation(
     });
     // "Reconnecting…" only after the stream was up once, not on first load.
     let was_open = RwSignal::new(false);
-    Effect::new(move |_| {
+    crate::effect(move || {
         if stream.status.get() == StreamStatus::Open {
             was_open.set(true);
         }

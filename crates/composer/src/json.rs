@@ -177,27 +177,73 @@ mod browser {
                 visitor.visit_unit()
             } else if let Some(flag) = value.as_bool() {
                 visitor.visit_bool(flag)
-            } else if let Some(number) = value.as_f64() {
-                // Integers as integers, so `u64` and `i32` fields take them.
-                if number.fract() == 0.0 && number.abs() <= MAX_SAFE_INTEGER {
-                    if number >= 0.0 {
-                        visitor.visit_u64(number as u64)
-                    } else {
-                        visitor.visit_i64(number as i64)
-                    }
-                } else {
-                    visitor.visit_f64(number)
-                }
+            } else if value.as_f64().is_some() {
+                self.deserialize_f64(visitor)
             } else if let Some(text) = value.as_string() {
                 visitor.visit_string(text)
             } else if js_sys::Array::is_array(value) {
-                let array: js_sys::Array = self.0.unchecked_into();
-                SeqDeserializer::new(array.into_iter().map(JsonValue)).deserialize_any(visitor)
+                self.deserialize_seq(visitor)
             } else if value.is_object() {
-                MapDeserializer::new(self.entries()).deserialize_any(visitor)
+                self.deserialize_map(visitor)
             } else {
                 Err(NotExpected)
             }
+        }
+
+        // What a type asks for is the only kind tried: `deserialize_any`
+        // would compile every visit (a struct's from an array among them)
+        // into each type's reader, most of the JSON code in the page.
+
+        /// Integers as integers, so `u64` and `i32` fields take them.
+        fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            let number = self.0.as_f64().ok_or(NotExpected)?;
+            if number.fract() == 0.0 && number.abs() <= MAX_SAFE_INTEGER {
+                if number >= 0.0 {
+                    visitor.visit_u64(number as u64)
+                } else {
+                    visitor.visit_i64(number as i64)
+                }
+            } else {
+                visitor.visit_f64(number)
+            }
+        }
+
+        fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            visitor.visit_bool(self.0.as_bool().ok_or(NotExpected)?)
+        }
+
+        fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            visitor.visit_string(self.0.as_string().ok_or(NotExpected)?)
+        }
+
+        fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_string(visitor)
+        }
+
+        fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            if !js_sys::Array::is_array(&self.0) {
+                return Err(NotExpected);
+            }
+            let array: js_sys::Array = self.0.unchecked_into();
+            SeqDeserializer::new(array.into_iter().map(JsonValue)).deserialize_any(visitor)
+        }
+
+        fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            if self.is_null() || !self.0.is_object() || js_sys::Array::is_array(&self.0) {
+                return Err(NotExpected);
+            }
+            MapDeserializer::new(self.entries()).deserialize_any(visitor)
+        }
+
+        /// A struct is an object (serde_json would take an array too; no
+        /// host sends one).
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            _fields: &'static [&'static str],
+            visitor: V,
+        ) -> Result<V::Value, NotExpected> {
+            self.deserialize_map(visitor)
         }
 
         fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
@@ -242,8 +288,35 @@ mod browser {
         }
 
         forward_to_deserialize_any! {
-            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-            bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
+            i128 u128 char bytes byte_buf unit unit_struct tuple tuple_struct identifier
+        }
+
+        fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
+        }
+        fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, NotExpected> {
+            self.deserialize_f64(visitor)
         }
     }
 }

@@ -59,6 +59,16 @@ pub use transport::{
     QuestionTransport, RecordedPost, StreamStatus, Transport,
 };
 
+/// `Effect::new` over a boxed closure: Leptos compiles an effect's async loop
+/// once per closure type (about 1.5 KiB of wasm each), so every effect of the
+/// composer, the page and the embed goes through this one. What an effect
+/// keeps from one run to the next (`Effect::new`'s previous value) lives in
+/// its closure.
+pub fn effect(run: impl FnMut() + 'static) {
+    let mut run: Box<dyn FnMut()> = Box::new(run);
+    leptos::prelude::Effect::new(move |_| run());
+}
+
 /// The composer's stylesheet (every rule under `.auq-…`), for pages that do not
 /// link `style/composer.css` themselves.
 pub const STYLESHEET: &str = include_str!("../style/composer.css");

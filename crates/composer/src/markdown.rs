@@ -68,7 +68,7 @@ pub fn Markdown(
     class: &'static str,
 ) -> impl IntoView {
     let container = NodeRef::<html::Div>::new();
-    Effect::new(move |_| {
+    crate::effect(move || {
         if let Some(element) = container.get() {
             text.with(|text| render_markdown(&element, text));
         }

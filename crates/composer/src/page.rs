@@ -16,6 +16,7 @@ use ask_user_core::attention::{self, arrivals};
 use ask_user_core::display::neutralised;
 use ask_user_core::transcript::{EmptyState, empty_state};
 use ask_user_core::wire::SessionList;
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use std::rc::Rc;
 
@@ -112,7 +113,7 @@ pub fn page(host: PageHost) -> impl IntoView {
         let session = shown.get();
         let stream = use_question_stream_with(transport_for.with_value(|t| t(&session)));
         let view_model = stream.session.view();
-        Effect::new(move |_| {
+        crate::effect(move || {
             let now = view_model.with(|v| Waiting {
                 pending: v.pending(),
                 first_question: v.active.as_ref().map(|a| a.first_question.clone()),
@@ -159,14 +160,15 @@ fn EmptyPage(stream: UseQuestionStreamReturn, texts: &'static Texts) -> impl Int
         )
     };
     move || {
+        // `Either`, not erased views: each `into_any()` brings its own copy
+        // of tachys's type-erasure code.
         state().map(|state| match state {
-            EmptyState::Demo => view! {
+            EmptyState::Demo => Either::Left(view! {
                 <section class="auq-page__empty" data-auq="empty" data-empty="demo">
                     <p class="auq-page__empty-title">{texts.empty_demo}</p>
                 </section>
-            }
-            .into_any(),
-            EmptyState::NoQuestionsYet => view! {
+            }),
+            EmptyState::NoQuestionsYet => Either::Right(view! {
                 <section class="auq-page__empty" data-auq="empty" data-empty="no-questions">
                     <h2 class="auq-page__empty-title">{texts.empty_no_questions}</h2>
                     <p>{texts.empty_connect}</p>
@@ -177,8 +179,7 @@ fn EmptyPage(stream: UseQuestionStreamReturn, texts: &'static Texts) -> impl Int
                         </a>
                     </p>
                 </section>
-            }
-            .into_any(),
+            }),
         })
     }
 }
@@ -290,26 +291,19 @@ fn AttentionControls(texts: &'static Texts) -> impl IntoView {
             permission.set(notify::request_permission().await);
         });
     };
-    let notify_control = move || {
-        match permission.get() {
-        Permission::Ask => Some(
-            view! {
-                <button type="button" class="auq-btn auq-btn--quiet" data-auq="notify" on:click=ask>
-                    {texts.notify_me}
-                </button>
-            }
-            .into_any(),
-        ),
-        Permission::Granted => Some(
-            view! { <span class="auq-page__note" data-auq="notify-state">{texts.notifications_on}</span> }
-                .into_any(),
-        ),
-        Permission::Denied => Some(
-            view! { <span class="auq-page__note" data-auq="notify-state">{texts.notifications_blocked}</span> }
-                .into_any(),
-        ),
+    let notify_control = move || match permission.get() {
+        Permission::Ask => Some(EitherOf3::A(view! {
+            <button type="button" class="auq-btn auq-btn--quiet" data-auq="notify" on:click=ask>
+                {texts.notify_me}
+            </button>
+        })),
+        Permission::Granted => Some(EitherOf3::B(
+            view! { <span class="auq-page__note" data-auq="notify-state">{texts.notifications_on}</span> },
+        )),
+        Permission::Denied => Some(EitherOf3::C(
+            view! { <span class="auq-page__note" data-auq="notify-state">{texts.notifications_blocked}</span> },
+        )),
         Permission::Unsupported => None,
-    }
     };
     view! {
         <div class="auq-page__controls">
@@ -338,17 +332,19 @@ fn AttentionControls(texts: &'static Texts) -> impl IntoView {
 /// holds the inbox stream (so one tab notifies, not every tab); the sound, when
 /// on, on every arrival. Never moves focus: only a click on a notification does.
 fn use_notifications(inbox: Inbox, texts: &'static Texts, open: Callback<String>) {
-    Effect::new(move |before: Option<Option<SessionList>>| {
+    let mut before: Option<SessionList> = None;
+    crate::effect(move || {
         let now = inbox.sessions.get();
-        let Some(list) = now.clone() else {
-            return now;
+        let before = std::mem::replace(&mut before, now.clone());
+        let Some(list) = now else {
+            return;
         };
         if !inbox.holder.get_untracked() {
-            return now;
+            return;
         }
-        let due = arrivals(before.flatten().as_ref(), &list);
+        let due = arrivals(before.as_ref(), &list);
         if due.is_empty() {
-            return now;
+            return;
         }
         if notify::sound_on() {
             notify::beep();
@@ -360,6 +356,5 @@ fn use_notifications(inbox: Inbox, texts: &'static Texts, open: Callback<String>
                 notify::notify(&title, &body, arrival, move |session| open.run(session));
             }
         }
-        now
     });
 }

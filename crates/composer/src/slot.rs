@@ -73,11 +73,13 @@ pub fn use_composer_slot() -> Option<ComposerSlotContext> {
 }
 
 /// The composer slot: provides [`ComposerSlotContext`] to its children (the
-/// normal composer and any entries that may take it over).
+/// normal composer and any entries that may take it over). Typed children,
+/// not `Children`: those are an erased view, whose type-erasure code was the
+/// last of it in the page's wasm.
 #[component]
-pub fn ComposerSlot(
+pub fn ComposerSlot<C: IntoView + 'static>(
     /// The normal composer and the entries that may take over the slot.
-    children: Children,
+    children: TypedChildren<C>,
 ) -> impl IntoView {
     let slot = ComposerSlotContext::new();
     provide_context(slot);
@@ -87,7 +89,7 @@ pub fn ComposerSlot(
             data-auq="slot"
             data-owner=move || slot.owner().unwrap_or_default()
         >
-            {children()}
+            {children.into_inner()()}
         </div>
     }
 }

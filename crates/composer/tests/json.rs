@@ -151,3 +151,17 @@ fn requests_answers_lists_and_transcripts_read_as_serde_json_reads_them() {
     assert_eq!(expected.entries.len(), 2);
     assert_eq!(json::transcript(&transcript), Some(expected));
 }
+
+#[wasm_bindgen_test]
+fn a_struct_written_as_an_array_is_refused_though_serde_json_takes_it() {
+    // The reader asks for what each type is: a struct is an object. No host
+    // writes a struct as an array; serde_json would read one.
+    let data = r#"["m1","user","hi",3]"#;
+    assert!(
+        serde_json::from_str::<wire::MessageCreated>(data).is_ok(),
+        "serde_json reads a struct from an array"
+    );
+    assert_eq!(json::session_event(wire::MESSAGE_CREATED, data), None);
+    let object = r#"{"id":"m1","role":"user","text":"hi","at_ms":3}"#;
+    assert!(json::session_event(wire::MESSAGE_CREATED, object).is_some());
+}

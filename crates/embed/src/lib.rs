@@ -33,6 +33,7 @@ use ask_user_composer::{
 use ask_user_composer::{HttpTransport, PostError};
 use ask_user_core::SessionId;
 use ask_user_core::wire::{MessageCreated, Role};
+use leptos::either::Either;
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use serde::Deserialize;
@@ -335,9 +336,11 @@ fn render(
     let styles = options
         .styles
         .then(|| view! { <style>{STYLESHEET}</style> });
+    // `Either`, not erased views: each `into_any()` costs its own copy of
+    // tachys's type-erasure code.
     let body = match options.view {
-        EmbedView::Composer => view! { <QuestionComposer session=stream.session /> }.into_any(),
-        EmbedView::Conversation => view! { <Conversation stream /> }.into_any(),
+        EmbedView::Composer => Either::Left(view! { <QuestionComposer session=stream.session /> }),
+        EmbedView::Conversation => Either::Right(view! { <Conversation stream /> }),
     };
     view! {
         {styles}
@@ -348,27 +351,28 @@ fn render(
 /// Calls `callback(taken)` whenever the question composer takes or gives back the slot.
 fn watch_slot(stream: UseQuestionStreamReturn, callback: js_sys::Function) {
     let view = stream.session.view();
-    Effect::new(move |previous: Option<bool>| {
+    let mut previous = false;
+    ask_user_composer::effect(move || {
         let taken = view.with(|v| v.slot_taken);
-        if previous.unwrap_or(false) != taken {
+        if std::mem::replace(&mut previous, taken) != taken {
             // Last: the callback may unmount, which disposes this effect's signals.
             call(&callback, &JsValue::from_bool(taken));
         }
-        taken
     });
 }
 
 /// Calls `callback(message)` once per transcript message, in order.
 fn watch_messages(stream: UseQuestionStreamReturn, callback: js_sys::Function) {
-    Effect::new(move |seen: Option<usize>| {
-        let seen = seen.unwrap_or(0);
+    let mut seen = 0;
+    ask_user_composer::effect(move || {
         let (fresh, total): (Vec<MessageCreated>, usize) = stream
             .messages
             .with(|list| (list.iter().skip(seen).cloned().collect(), list.len()));
+        // Before the callbacks: one may unmount, which disposes this effect.
+        seen = total;
         for message in fresh {
             call(&callback, &message_object(&message));
         }
-        total
     });
 }
 
