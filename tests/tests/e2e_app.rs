@@ -241,6 +241,15 @@ async fn the_app_badge_counts_the_open_questions_of_every_session() {
         .unwrap();
     browser.goto(host.url()).await.unwrap();
     browser.wait_for_css("[data-auq=session]").await.unwrap();
+    // The host's own page may ask for pushes too (opt-in: off until pressed).
+    let toggle = browser
+        .wait_for_css("[data-auq=notify-device]")
+        .await
+        .expect("the desktop page offers \"Notify this device\"");
+    assert_eq!(
+        toggle.attr("aria-pressed").await.unwrap().as_deref(),
+        Some("false")
+    );
 
     let client = reqwest::Client::new();
     let mut asks = Vec::new();
@@ -484,12 +493,13 @@ async fn get_json(host: &HostProcess, path: &str) -> Value {
         .unwrap()
 }
 
-/// The id of the question pending in `session`, once there is one.
-async fn pending_id(host: &HostProcess, session: &str) -> String {
+/// The id of the `nth` question pending in `session` (oldest first), once
+/// there is one.
+async fn pending_id(host: &HostProcess, session: &str, nth: usize) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let list = get_json(host, &format!("/api/sessions/{session}/questions")).await;
-        if let Some(id) = list["pending"][0]["id"].as_str() {
+        if let Some(id) = list["pending"][nth]["id"].as_str() {
             return id.to_owned();
         }
         assert!(Instant::now() < deadline, "nothing pending in {session}");
@@ -537,12 +547,19 @@ async fn a_tap_on_the_notification_opens_the_app_on_its_question_whatever_was_op
     )
     .await;
 
+    // Another question waits in that session before the one pushed.
+    let _first = agent_asks(
+        &host,
+        "deploy",
+        json!({"questions": [{"id": "branch", "question": "Which branch?"}]}),
+    );
+    pending_id(&host, "deploy", 0).await;
     let _agent = agent_asks(
         &host,
         "deploy",
         json!({"questions": [{"id": "notes", "question": "What goes in the release notes?"}]}),
     );
-    let id = pending_id(&host, "deploy").await;
+    let id = pending_id(&host, "deploy", 1).await;
     let message = PushMessage::ask("deploy", &id, "claude-code", "Release notes", 1);
     let shown = push_until_shown(&browser, &origin, &message).await;
     assert_eq!(shown[0]["actions"], json!(["Open"]), "{shown}");
@@ -562,7 +579,10 @@ async fn a_tap_on_the_notification_opens_the_app_on_its_question_whatever_was_op
         "the window shows the pushed question's session and the question"
     );
     let text = browser.body_text().await.unwrap();
-    assert!(text.contains("What goes in the release notes?"), "{text}");
+    assert!(
+        text.contains("What goes in the release notes?") && !text.contains("Which branch?"),
+        "the pushed question, not the one before it:\n{text}"
+    );
     notifications_until(&browser, "the notification to close", |n| n.is_empty()).await;
     browser.close().await;
 }
@@ -603,7 +623,7 @@ async fn an_option_button_on_the_notification_answers_and_the_agent_learns_the_d
         json!({"questions": [{"id": "ship", "question": "Ship it to production?",
             "options": [{"label": labels[0]}, {"label": labels[1]}]}]}),
     );
-    let id = pending_id(&host, "deploy").await;
+    let id = pending_id(&host, "deploy", 0).await;
     let message = PushMessage::ask_with_choices(
         "deploy",
         &id,
