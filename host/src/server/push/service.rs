@@ -47,8 +47,10 @@ pub struct PushConfig {
 pub struct Push {
     config: PushConfig,
     key: Mutex<Option<VapidKey>>,
-    /// `None` when it could not be made (the system's roots unreadable).
-    client: Option<super::PushClient>,
+    /// Made at the first send (reading the system's roots costs memory a
+    /// host that never pushes should not keep); `None` inside when it could
+    /// not be made (the system's roots unreadable).
+    client: std::sync::OnceLock<Option<super::PushClient>>,
     /// By device id.
     subscriptions: Mutex<HashMap<String, Subscription>>,
 }
@@ -79,15 +81,10 @@ impl Push {
                 }
             })
             .collect();
-        let client = super::client()
-            .inspect_err(
-                |error| tracing::warn!(%error, "push: no HTTP client, nothing will be pushed"),
-            )
-            .ok();
         Self {
             config,
             key: Mutex::new(None),
-            client,
+            client: std::sync::OnceLock::new(),
             subscriptions: Mutex::new(subscriptions),
         }
     }
@@ -104,6 +101,19 @@ impl Push {
         };
         *key = Some(made.clone());
         Ok(made)
+    }
+
+    /// The HTTP client for push services, made on first use.
+    fn client(&self) -> Option<&super::PushClient> {
+        self.client
+            .get_or_init(|| {
+                super::client()
+                    .inspect_err(|error| {
+                        tracing::warn!(%error, "push: no HTTP client, nothing will be pushed")
+                    })
+                    .ok()
+            })
+            .as_ref()
     }
 
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
@@ -569,7 +579,7 @@ fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
         let (state, push, key, message) =
             (state.clone(), push.clone(), key.clone(), message.clone());
         tokio::spawn(async move {
-            let Some(client) = &push.client else {
+            let Some(client) = push.client() else {
                 return;
             };
             let sender = Sender {
