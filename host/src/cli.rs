@@ -98,6 +98,12 @@ pub struct ServeArgs {
         hide_env_values = true
     )]
     pub ntfy: Option<String>,
+    /// Who a push service's operator can reach about this host's pushes:
+    /// `mailto:ADDRESS` or an `https` URL, sent as the VAPID `sub` (RFC
+    /// 8292). Default: the --remote origin; without either it is left out
+    /// (some push services, Apple's among them, then refuse the pushes).
+    #[arg(long, value_name = "mailto:ADDRESS|https://URL")]
+    pub push_contact: Option<String>,
     /// Also open the agents' endpoints (`…/ask`, `/mcp`) on the --remote
     /// origin, with the master token. Without it they answer on loopback only.
     #[arg(long, requires = "remote")]
@@ -199,6 +205,10 @@ impl ServeArgs {
         // No implicit `./dist`: started from a project folder that has its own
         // `dist/`, the host must still serve its own page.
         let dist = self.dist.clone();
+        if let Some(contact) = &self.push_contact {
+            crate::server::push::check_contact(contact)
+                .map_err(|why| format!("--push-contact {contact}: {why}"))?;
+        }
         let remote = self
             .remote
             .as_deref()
@@ -228,14 +238,18 @@ impl ServeArgs {
                 Duration::from_millis,
             ),
             keep_days: self.keep_days,
-            push: remote
-                .as_ref()
-                .map(|_| crate::server::push::service::PushConfig {
-                    key_dir: (!self.ephemeral)
-                        .then(|| self.data_dir.resolve().ok())
-                        .flatten(),
-                    policy: crate::server::push::EndpointPolicy::HttpsOnly,
-                }),
+            // On for the desktop page and paired devices alike: nothing is
+            // sent before a page asks for notifications.
+            push: Some(crate::server::push::service::PushConfig {
+                key_dir: (!self.ephemeral)
+                    .then(|| self.data_dir.resolve().ok())
+                    .flatten(),
+                policy: crate::server::push::EndpointPolicy::HttpsOnly,
+                contact: self
+                    .push_contact
+                    .clone()
+                    .or_else(|| remote.as_ref().map(|r| r.origin.clone())),
+            }),
             ntfy: self
                 .ntfy
                 .as_deref()
@@ -535,6 +549,34 @@ mod tests {
             "{err}"
         );
         let _ = std::fs::remove_dir_all(&data_dir);
+    }
+
+    #[test]
+    fn the_vapid_contact_is_push_contact_else_the_remote_origin_and_must_be_mailto_or_https() {
+        let contact = |args: &[&str]| serve_config(args).push.and_then(|p| p.contact);
+        assert_eq!(contact(&[]), None);
+        assert_eq!(
+            contact(&["--remote", "https://box.tailnet.ts.net"]).as_deref(),
+            Some("https://box.tailnet.ts.net")
+        );
+        assert_eq!(
+            contact(&[
+                "--remote",
+                "https://box.tailnet.ts.net",
+                "--push-contact",
+                "mailto:me@example.com"
+            ])
+            .as_deref(),
+            Some("mailto:me@example.com")
+        );
+        for bad in ["http://example.com", "me@example.com", "mailto:nobody"] {
+            let data_dir = temp_data_dir();
+            let err = serve_args(&["--push-contact", bad, "--data-dir", &data_dir])
+                .config(7411)
+                .unwrap_err();
+            assert!(err.starts_with(&format!("--push-contact {bad}: ")), "{err}");
+            let _ = std::fs::remove_dir_all(&data_dir);
+        }
     }
 
     #[test]

@@ -30,6 +30,7 @@ async fn main() {
         config.push = Some(PushConfig {
             key_dir: None,
             policy: EndpointPolicy::AllowLoopbackHttp,
+            contact: Some(origin.clone()),
         });
     })
     .await;

@@ -59,6 +59,9 @@ pub enum BrowserError {
     /// A WebDriver command failed.
     #[error("WebDriver command failed: {0}")]
     Command(#[from] CmdError),
+    /// No service worker with that script runs (the targets seen).
+    #[error("no service worker runs {0}; the targets: {1}")]
+    NoServiceWorker(String, String),
     /// A file (a screenshot) could not be written.
     #[error("could not write {path}: {source}")]
     Write {
@@ -178,6 +181,45 @@ impl Browser {
     /// Runs a Chrome DevTools Protocol command (chromedriver's `goog/cdp/execute`).
     pub async fn cdp(&self, cmd: &'static str, params: Value) -> Result<Value, BrowserError> {
         Ok(self.client.issue_cmd(Cdp { cmd, params }).await?)
+    }
+
+    /// Evaluates `expression` in the scope of the service worker whose script
+    /// is `script_url`, without waiting for its result: chromedriver speaks
+    /// CDP to the page only, so the worker is reached through the page's
+    /// session (`Target.attachToTarget`, then `Target.sendMessageToTarget`,
+    /// whose answers come back as events this client does not read). Check
+    /// the expression's effects instead. Fails when no such worker runs.
+    pub async fn evaluate_in_service_worker(
+        &self,
+        script_url: &str,
+        expression: &str,
+    ) -> Result<(), BrowserError> {
+        let targets = self.cdp("Target.getTargets", json!({})).await?;
+        let worker = targets["targetInfos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["type"] == "service_worker" && t["url"] == script_url)
+            .ok_or_else(|| {
+                BrowserError::NoServiceWorker(script_url.to_owned(), targets.to_string())
+            })?;
+        let attached = self
+            .cdp(
+                "Target.attachToTarget",
+                json!({ "targetId": worker["targetId"], "flatten": false }),
+            )
+            .await?;
+        let message = json!({
+            "id": 1,
+            "method": "Runtime.evaluate",
+            "params": { "expression": expression },
+        });
+        self.cdp(
+            "Target.sendMessageToTarget",
+            json!({ "sessionId": attached["sessionId"], "message": message.to_string() }),
+        )
+        .await?;
+        Ok(())
     }
 
     /// The fantoccini client, for anything the helpers do not cover.

@@ -370,7 +370,33 @@ pub async fn pair_phone(
     front: &TlsFront,
     name: &str,
 ) -> (String, String) {
-    let (status, body) = host.post("/api/pairings", "{}").await;
+    pair_phone_with(&host.base, host.token(), cert, front, name).await
+}
+
+/// [`pair_phone`] for any host: its loopback origin (`http://127.0.0.1:PORT`)
+/// and token.
+pub async fn pair_phone_with(
+    origin: &str,
+    token: &str,
+    cert: &TestCert,
+    front: &TlsFront,
+    name: &str,
+) -> (String, String) {
+    let client = reqwest::Client::new();
+    let post = |path: String| {
+        let request = client
+            .post(format!("{origin}{path}"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body("{}");
+        async move {
+            let response = request.send().await.expect("the host answers");
+            let status = response.status();
+            let body: serde_json::Value = response.json().await.unwrap_or_default();
+            (status, body)
+        }
+    };
+    let (status, body) = post("/api/pairings".to_owned()).await;
     assert_eq!(status, reqwest::StatusCode::OK, "{body}");
     let (id, code) = (body["id"].as_str().unwrap(), body["code"].as_str().unwrap());
     let claim = phone_request(
@@ -388,9 +414,7 @@ pub async fn pair_phone(
         "{:?}",
         claim.body
     );
-    let (status, _) = host
-        .post(&format!("/api/pairings/{id}/approve"), "{}")
-        .await;
+    let (status, _) = post(format!("/api/pairings/{id}/approve")).await;
     assert_eq!(status, reqwest::StatusCode::OK);
     let collected = phone_request(
         cert,

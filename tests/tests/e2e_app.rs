@@ -9,6 +9,7 @@
 //! Browser tests: plain `cargo test` lists them as ignored; `cargo xtask test`
 //! runs them with `ASK_USER_E2E_DIST` naming the build.
 
+use ask_user_host::server::push::PushMessage;
 use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;
 use ask_user_tests::tls_front::{self, PHONE_HOST, TestCert, TlsFront};
@@ -240,6 +241,15 @@ async fn the_app_badge_counts_the_open_questions_of_every_session() {
         .unwrap();
     browser.goto(host.url()).await.unwrap();
     browser.wait_for_css("[data-auq=session]").await.unwrap();
+    // The host's own page may ask for pushes too (opt-in: off until pressed).
+    let toggle = browser
+        .wait_for_css("[data-auq=notify-device]")
+        .await
+        .expect("the desktop page offers \"Notify this device\"");
+    assert_eq!(
+        toggle.attr("aria-pressed").await.unwrap().as_deref(),
+        Some("false")
+    );
 
     let client = reqwest::Client::new();
     let mut asks = Vec::new();
@@ -290,7 +300,7 @@ async fn deliver_push(browser: &Browser, origin: &str, message: &Value) {
     // most one shows it; an id without one is refused or ignored.
     let mut taken = 0;
     let mut last = String::new();
-    for id in 0..6 {
+    for id in 0..16 {
         match browser
             .cdp(
                 "ServiceWorker.deliverPushMessage",
@@ -306,6 +316,32 @@ async fn deliver_push(browser: &Browser, origin: &str, message: &Value) {
         taken > 0,
         "no service worker registration took the push: {last}"
     );
+}
+
+/// Delivers `message` (an ask) until the worker shows its notification: a
+/// push that reaches a worker still starting can be dropped by Chromium.
+async fn push_until_shown(browser: &Browser, origin: &str, message: &PushMessage) -> Value {
+    let message: Value = serde_json::from_str(&message.to_json()).unwrap();
+    for _ in 0..5 {
+        deliver_push(browser, origin, &message).await;
+        if let Some(shown) = notifications_within(browser, Duration::from_secs(4)).await {
+            return shown;
+        }
+    }
+    panic!("the worker showed no notification for {message}");
+}
+
+/// The worker's notifications once there are some, within `patience`.
+async fn notifications_within(browser: &Browser, patience: Duration) -> Option<Value> {
+    let deadline = Instant::now() + patience;
+    while Instant::now() < deadline {
+        let shown = notifications_until(browser, "notifications", |_| true).await;
+        if !shown.as_array().unwrap().is_empty() {
+            return Some(shown);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
 }
 
 #[tokio::test]
@@ -386,5 +422,254 @@ async fn notifications_until(
             "gave up waiting for {what}: {shown}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// A browser that trusts `cert`, holds the paired device's `cookie` (a
+/// `name=value` pair) and may show notifications on `origin`, on `path` there
+/// once the service worker controls the page.
+async fn app_browser(cert: &TestCert, origin: &str, cookie: &str, path: &str) -> Browser {
+    let mut args = cert.chromium_args();
+    args.push("--lang=en-US".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let browser = Browser::launch_with_args(&args)
+        .await
+        .expect("Chromium starts");
+    browser
+        .cdp(
+            "Browser.grantPermissions",
+            json!({"origin": origin, "permissions": ["notifications"]}),
+        )
+        .await
+        .unwrap();
+    // The device's credential, as collecting it left it.
+    let (name, value) = cookie.split_once('=').unwrap();
+    browser
+        .cdp(
+            "Network.setCookie",
+            json!({"name": name, "value": value, "url": origin, "secure": true, "httpOnly": true}),
+        )
+        .await
+        .unwrap();
+    browser.goto(&format!("{origin}{path}")).await.unwrap();
+    wait_js(
+        &browser,
+        "the service worker to control the page",
+        "return navigator.serviceWorker.controller !== null",
+    )
+    .await;
+    browser
+}
+
+/// The agent's blocking ask of `request` in `session` on `host`: the task
+/// ends with its status and JSON body.
+fn agent_asks(
+    host: &HostProcess,
+    session: &str,
+    request: Value,
+) -> tokio::task::JoinHandle<(reqwest::StatusCode, Value)> {
+    let ask = reqwest::Client::new()
+        .post(format!("{}/api/sessions/{session}/ask", host.origin()))
+        .bearer_auth(host.token().unwrap())
+        .json(&request)
+        .send();
+    tokio::spawn(async move {
+        let response = ask.await.expect("the host answers the agent");
+        let status = response.status();
+        (status, response.json().await.unwrap_or_default())
+    })
+}
+
+/// A GET on `host` with its token.
+async fn get_json(host: &HostProcess, path: &str) -> Value {
+    reqwest::Client::new()
+        .get(format!("{}{path}", host.origin()))
+        .bearer_auth(host.token().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The id of the `nth` question pending in `session` (oldest first), once
+/// there is one.
+async fn pending_id(host: &HostProcess, session: &str, nth: usize) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = get_json(host, &format!("/api/sessions/{session}/questions")).await;
+        if let Some(id) = list["pending"][nth]["id"].as_str() {
+            return id.to_owned();
+        }
+        assert!(Instant::now() < deadline, "nothing pending in {session}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Clicks the worker's notification as the person would: the worker's own
+/// `notificationclick` handler runs for it, with `action` ("" for the body).
+async fn click_notification(browser: &Browser, origin: &str, action: &str) {
+    let script = format!(
+        "self.registration.getNotifications().then(shown => shown.forEach(notification =>
+           self.dispatchEvent(new NotificationEvent('notificationclick', {{notification, action: {action}}}))))",
+        action = json!(action)
+    );
+    browser
+        .evaluate_in_service_worker(&format!("{origin}/sw.js"), &script)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn a_tap_on_the_notification_opens_the_app_on_its_question_whatever_was_open() {
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let host =
+        HostProcess::start(&e2e_dist(), &["--remote", &front.origin()]).expect("the host starts");
+    front.forward_to_origin(host.origin());
+    let origin = front.origin();
+    let (_, cookie) = tls_front::pair_phone_with(
+        host.origin(),
+        host.token().unwrap(),
+        &cert,
+        &front,
+        "Pixel 8",
+    )
+    .await;
+    // The app was left on another session.
+    let browser = app_browser(&cert, &origin, &cookie, "/?session=elsewhere").await;
+    wait_js(
+        &browser,
+        "the other session",
+        "const s = document.querySelector('[data-auq=session]'); return s && s.textContent === 'elsewhere'",
+    )
+    .await;
+
+    // Another question waits in that session before the one pushed.
+    let _first = agent_asks(
+        &host,
+        "deploy",
+        json!({"questions": [{"id": "branch", "question": "Which branch?"}]}),
+    );
+    pending_id(&host, "deploy", 0).await;
+    let _agent = agent_asks(
+        &host,
+        "deploy",
+        json!({"questions": [{"id": "notes", "question": "What goes in the release notes?"}]}),
+    );
+    let id = pending_id(&host, "deploy", 1).await;
+    let message = PushMessage::ask("deploy", &id, "claude-code", "Release notes", 1);
+    let shown = push_until_shown(&browser, &origin, &message).await;
+    assert_eq!(shown[0]["actions"], json!(["Open"]), "{shown}");
+
+    click_notification(&browser, &origin, "").await;
+    let opened = wait_js(
+        &browser,
+        "the app on the question",
+        "const q = document.querySelector('[data-auq=question-composer]');
+         return q && q.dataset.questionId !== '' &&
+           [location.pathname + location.search, document.querySelector('[data-auq=session]').textContent, q.dataset.questionId]",
+    )
+    .await;
+    assert_eq!(
+        opened,
+        json!([format!("/?session=deploy&q={id}"), "deploy", id]),
+        "the window shows the pushed question's session and the question"
+    );
+    let text = browser.body_text().await.unwrap();
+    assert!(
+        text.contains("What goes in the release notes?") && !text.contains("Which branch?"),
+        "the pushed question, not the one before it:\n{text}"
+    );
+    notifications_until(&browser, "the notification to close", |n| n.is_empty()).await;
+    browser.close().await;
+}
+
+#[tokio::test]
+#[ignore = "browser test: `cargo xtask test` runs it (needs ASK_USER_E2E_DIST and Chromium)"]
+async fn an_option_button_on_the_notification_answers_and_the_agent_learns_the_device_answered() {
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    // A data directory, so the answer's record (who answered) is kept.
+    let data = DataDir::new("notification-answers");
+    let host = HostProcess::start(
+        &e2e_dist(),
+        &[
+            "--remote",
+            &front.origin(),
+            "--data-dir",
+            data.0.to_str().unwrap(),
+        ],
+    )
+    .expect("the host starts");
+    front.forward_to_origin(host.origin());
+    let origin = front.origin();
+    let (device, cookie) = tls_front::pair_phone_with(
+        host.origin(),
+        host.token().unwrap(),
+        &cert,
+        &front,
+        "Pixel 8",
+    )
+    .await;
+    let browser = app_browser(&cert, &origin, &cookie, "/").await;
+
+    let labels = ["Yes (Recommended)".to_owned(), "No".to_owned()];
+    let agent = agent_asks(
+        &host,
+        "deploy",
+        json!({"questions": [{"id": "ship", "question": "Ship it to production?",
+            "options": [{"label": labels[0]}, {"label": labels[1]}]}]}),
+    );
+    let id = pending_id(&host, "deploy", 0).await;
+    let message = PushMessage::ask_with_choices(
+        "deploy",
+        &id,
+        "claude-code",
+        "Ship it to production?",
+        1,
+        Some(("ship", &labels)),
+    );
+    let shown = push_until_shown(&browser, &origin, &message).await;
+    assert_eq!(shown[0]["actions"], json!(labels), "{shown}");
+
+    // The second button: not the recommended one, which nothing pre-chooses.
+    click_notification(&browser, &origin, "answer:1").await;
+    let (status, answered) = tokio::time::timeout(Duration::from_secs(20), agent)
+        .await
+        .expect("the agent's call returns")
+        .unwrap();
+    assert_eq!(status, reqwest::StatusCode::OK, "{answered}");
+    assert_eq!(
+        answered,
+        json!({"answers": [{"id": "ship", "selected": ["No"]}]})
+    );
+    let history = get_json(&host, "/api/history").await;
+    assert_eq!(
+        history["records"][0]["by"],
+        json!({"kind": "device", "device": {"id": device, "name": "Pixel 8"}}),
+        "{history}"
+    );
+    notifications_until(&browser, "the notification to close", |n| n.is_empty()).await;
+    browser.close().await;
+}
+
+/// A data directory of the test's own, removed when dropped.
+struct DataDir(PathBuf);
+
+impl DataDir {
+    fn new(name: &str) -> Self {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("e2e-app-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Self(dir)
+    }
+}
+
+impl Drop for DataDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }

@@ -18,6 +18,9 @@ use hyper::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The VAPID contact the tests' hosts name.
+const CONTACT: &str = "mailto:push-ops@example.com";
+
 struct Setup {
     host: TestHost,
     front: TlsFront,
@@ -35,6 +38,7 @@ impl Setup {
             config.push = Some(PushConfig {
                 key_dir: None,
                 policy: EndpointPolicy::AllowLoopbackHttp,
+                contact: Some(CONTACT.to_owned()),
             });
         })
         .await;
@@ -146,10 +150,7 @@ async fn a_new_batch_reaches_the_subscribed_device_encrypted_signed_and_a_resolu
         .as_secs();
     let exp = claims["exp"].as_u64().unwrap();
     assert!(exp > now && exp <= now + 24 * 3600, "exp {exp}, now {now}");
-    assert!(
-        claims["sub"].as_str().unwrap().starts_with("https://"),
-        "{claims}"
-    );
+    assert_eq!(claims["sub"], CONTACT, "the host's contact: {claims}");
     // Never a token or a credential.
     let plain = payload.to_string();
     assert!(!plain.contains(setup.host.token()));
@@ -260,7 +261,7 @@ async fn nothing_is_pushed_while_a_page_is_present_and_a_batch_is_pushed_once_it
 }
 
 #[tokio::test]
-async fn bad_subscriptions_are_refused_saying_why_and_the_master_token_cannot_subscribe() {
+async fn bad_subscriptions_are_refused_saying_why() {
     let setup = Setup::start().await;
     let (_, cookie) = setup.paired("pixel").await;
     let mut not_https = TestSubscription::new("http://192.168.1.20/push".to_owned()).to_json();
@@ -288,19 +289,100 @@ async fn bad_subscriptions_are_refused_saying_why_and_the_master_token_cannot_su
             .unwrap()
             .contains("keys.auth")
     );
-    let status = setup
-        .host
+}
+
+/// The host's own page (loopback, the master token) opts in like a device.
+async fn desktop_subscribes(host: &TestHost, subscription: &TestSubscription) {
+    let status = host
         .authed(reqwest::Method::PUT, "/api/push/subscription")
-        .body(
-            TestSubscription::new(setup.stub.endpoint("desk"))
-                .to_json()
-                .to_string(),
-        )
+        .body(subscription.to_json().to_string())
         .send()
         .await
         .unwrap()
         .status();
-    assert_eq!(status, reqwest::StatusCode::FORBIDDEN);
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
+}
+
+async fn desktop_subscribed(host: &TestHost) -> Value {
+    let (status, body) = host.get("/api/push/subscription").await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    body["subscribed"].clone()
+}
+
+#[tokio::test]
+async fn the_desktop_page_opts_in_too_and_its_subscription_is_kept_across_a_restart() {
+    let stub = PushStub::start().await;
+    let data = std::env::temp_dir().join(format!(
+        "auq-push-desktop-{}-{:x}",
+        std::process::id(),
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    // No --remote: the host's own page alone.
+    let start = || {
+        let data = data.clone();
+        TestHost::start_with(move |config| {
+            config.push = Some(PushConfig {
+                key_dir: Some(data),
+                policy: EndpointPolicy::AllowLoopbackHttp,
+                contact: None,
+            });
+        })
+    };
+    let host = start().await;
+    assert_eq!(desktop_subscribed(&host).await, json!(false), "opt-in");
+    let _agent = host.ask(
+        "deploy",
+        "",
+        &json!({"questions": [{"id": "q1", "question": "Asked before opting in?"}]}),
+    );
+    host.pending_ids("deploy").await;
+    let subscription = TestSubscription::new(stub.endpoint("desk"));
+    desktop_subscribes(&host, &subscription).await;
+    assert_eq!(desktop_subscribed(&host).await, json!(true));
+    let _agent = host.ask(
+        "build",
+        "",
+        &json!({"questions": [{"id": "q1", "question": "Ship the build?"}]}),
+    );
+    let sent = stub.wait_for("desk", 1).await;
+    let message = subscription.decrypt(&sent[0]);
+    assert_eq!(message["session"], "build", "{message}");
+    let (claims, _) = verified_vapid(header(&sent[0], "authorization"));
+    assert_eq!(claims.get("sub"), None, "no contact given: {claims}");
+    host.state.shutdown_token().cancel();
+    drop(host);
+
+    // Kept in the data directory (0600) with the VAPID key it was made for.
+    let kept = data.join(ask_user_host::server::push::service::DESKTOP_SUBSCRIPTION_FILE);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    let host = start().await;
+    assert_eq!(desktop_subscribed(&host).await, json!(true), "kept");
+    let _agent = host.ask(
+        "again",
+        "",
+        &json!({"questions": [{"id": "q1", "question": "After the restart?"}]}),
+    );
+    let sent = stub.wait_for("desk", 2).await;
+    assert_eq!(subscription.decrypt(&sent[1])["session"], "again");
+
+    // Opting out forgets it, on disk too.
+    let response = host
+        .authed(reqwest::Method::DELETE, "/api/push/subscription")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), reqwest::StatusCode::NO_CONTENT);
+    assert_eq!(desktop_subscribed(&host).await, json!(false));
+    assert!(!kept.exists());
+    let _ = std::fs::remove_dir_all(&data);
 }
 
 /// The real binary, with its TLS client (the `push-tls` feature, rustls on
@@ -413,6 +495,11 @@ async fn the_binary_pushes_to_an_https_push_service_it_trusts() {
     assert_eq!(subscription.decrypt(&sent[0])["text"], "Ship it?");
     let (claims, _) = verified_vapid(header(&sent[0], "authorization"));
     assert_eq!(claims["aud"], json!(stub.origin()));
+    assert_eq!(
+        claims["sub"],
+        json!(origin),
+        "the --remote origin by default"
+    );
     // Logged once the push service answered, which may be just after the
     // stub handed over what it received.
     ask_user_tests::wait::until("the send to be logged", async || {

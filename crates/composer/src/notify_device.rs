@@ -1,10 +1,12 @@
 //! "Notify this device" (issue 22): on a paired device's page (the
-//! `--remote` origin), a toggle that subscribes this browser to Web Push with
+//! `--remote` origin) and on the host's own page (loopback, where the host
+//! keeps the subscription in its data directory), a toggle that subscribes
+//! this browser to Web Push with
 //! the host's VAPID key (`GET /api/push/key`, then
 //! `pushManager.subscribe`) and hands the subscription to the host (`PUT
 //! /api/push/subscription`); off, it unsubscribes and tells the host
-//! (`DELETE`). Shown only where the host says this page is a device's
-//! (`GET /api/push/subscription` answers) and the browser has Push. The
+//! (`DELETE`). Shown only where the host has push (`GET
+//! /api/push/subscription` answers) and the browser has Push. The
 //! service worker (host/src/server/pages/app/sw.js) shows what arrives.
 //!
 //! The Push API is reached by name (`js_sys::Reflect`): it is not in every
@@ -137,13 +139,9 @@ async fn unsubscribe() -> Result<(), JsValue> {
     Ok(())
 }
 
-/// Whether the host counts this page as a device's and it is subscribed.
+/// Whether the host has push for this page and it is subscribed.
 async fn initial() -> State {
-    // The host's own machine is no paired device (and asking would log a 403).
-    let on_loopback = web_sys::window()
-        .and_then(|w| w.location().hostname().ok())
-        .is_some_and(|host| crate::pair_link::is_loopback_host(&host));
-    if on_loopback || registration().await.is_err() {
+    if registration().await.is_err() {
         return State::Hidden;
     }
     let Ok(response) = gloo_net::http::Request::get(SUBSCRIPTION).send().await else {

@@ -109,9 +109,18 @@ pub fn page(host: PageHost) -> impl IntoView {
         crate::presence::report_presence();
     }
     let transport_for = StoredValue::new_local(host.transport_for);
+    // Opened on a question (`?q=ID`, a notification's tap): it is shown first.
+    let opened_on = opened_question().map(|id| (host.session.clone(), id));
     let conversation = move || {
         let session = shown.get();
         let stream = use_question_stream_with(transport_for.with_value(|t| t(&session)));
+        if let Some((_, id)) = opened_on.as_ref().filter(|(s, _)| *s == session) {
+            stream
+                .session
+                .dispatch(ask_user_core::questionnaire::Action::ShowFirst {
+                    question_id: id.clone(),
+                });
+        }
         let view_model = stream.session.view();
         crate::effect(move || {
             let now = view_model.with(|v| Waiting {
@@ -184,8 +193,16 @@ fn EmptyPage(stream: UseQuestionStreamReturn, texts: &'static Texts) -> impl Int
     }
 }
 
+/// The `q` of the page's address: the question it was opened on.
+fn opened_question() -> Option<String> {
+    let href = web_sys::window()?.location().href().ok()?;
+    let id = web_sys::Url::new(&href).ok()?.search_params().get("q")?;
+    (!id.is_empty()).then_some(id)
+}
+
 /// Shows `session` and puts it in the address bar (`?session=`), keeping the
-/// rest of the address (a reload shows the same session).
+/// rest of the address but the question it was opened on (a reload shows the
+/// same session).
 fn show_session(shown: RwSignal<SessionId>, session: SessionId) {
     if shown.get_untracked() == session {
         return;
@@ -194,6 +211,7 @@ fn show_session(shown: RwSignal<SessionId>, session: SessionId) {
         let url = web_sys::Url::new(&window.location().href().unwrap_or_default()).ok();
         if let (Some(url), Ok(history)) = (url, window.history()) {
             url.search_params().set("session", session.as_str());
+            url.search_params().delete("q");
             let _ =
                 history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url.href()));
         }

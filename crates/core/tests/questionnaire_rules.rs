@@ -88,6 +88,50 @@ fn requests_are_shown_oldest_first_by_created_at_then_arrival() {
 }
 
 #[test]
+fn the_request_the_page_was_opened_on_is_shown_first_whether_it_is_pending_or_arrives_later() {
+    // Opened on a request still to arrive: the replay puts it first.
+    let mut state = Questionnaire::new();
+    run(
+        &mut state,
+        [
+            Action::ShowFirst {
+                question_id: "tapped".to_owned(),
+            },
+            requested("older", 1_000, one_single()),
+            requested("tapped", 2_000, one_single()),
+            requested("newer", 3_000, one_single()),
+            // Even one asked earlier but replayed late waits behind it.
+            requested("oldest", 500, one_single()),
+        ],
+    );
+    let order: Vec<&str> = state.pending().iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(order, ["tapped", "oldest", "older", "newer"]);
+
+    // Already pending behind another: it moves to the front and takes focus.
+    let mut state = Questionnaire::new();
+    run(
+        &mut state,
+        [
+            requested("older", 1_000, one_single()),
+            requested("tapped", 2_000, one_single()),
+        ],
+    );
+    let fx = act(
+        &mut state,
+        Action::ShowFirst {
+            question_id: "tapped".to_owned(),
+        },
+    );
+    assert_eq!(active(&state).id, "tapped");
+    assert!(fx.focus.is_some(), "focus moves to the tapped request");
+    // Once it is answered, the others follow in their order.
+    act(&mut state, resolved("tapped", Outcome::Answered));
+    assert_eq!(active(&state).id, "older");
+    act(&mut state, requested("later", 500, one_single()));
+    assert_eq!(active(&state).id, "later", "oldest first again");
+}
+
+#[test]
 fn a_newer_request_waits_without_moving_focus() {
     let mut state = with_three();
     let fx = act(&mut state, requested("q2", 2_000, one_single()));

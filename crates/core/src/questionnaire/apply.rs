@@ -99,6 +99,7 @@ pub fn apply(state: &mut Questionnaire, action: Action) -> Vec<Effect> {
             code,
             message,
         } => submit_failed(state, question_id, status, code, message, &mut out),
+        Action::ShowFirst { question_id } => show_first(state, question_id, &mut out),
         Action::Collapse => {
             if let Some(request) = state.requests.first_mut() {
                 request.collapsed = true;
@@ -229,11 +230,21 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out)
     );
     request.asked_by = frame.asked_by;
     state.arrivals += 1;
-    let position = state
+    let ordered = state
         .requests
         .iter()
         .position(|r| (r.created_at_ms, r.arrival) > (request.created_at_ms, request.arrival))
         .unwrap_or(state.requests.len());
+    // The request the page was opened on goes first, and stays there.
+    let position = if state.shown_first.as_deref() == Some(request.id.as_str()) {
+        0
+    } else {
+        let front_kept = state
+            .requests
+            .first()
+            .is_some_and(|first| state.shown_first.as_deref() == Some(first.id.as_str()));
+        ordered.max(usize::from(front_kept))
+    };
     let question = request.request.questions[0].question.clone();
     state.requests.insert(position, request);
     // A new request supersedes "resolved elsewhere"; a request that could not be
@@ -254,6 +265,19 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out)
     out.effect(Effect::LoadDrafts {
         question_id: frame.id,
     });
+}
+
+/// [`Action::ShowFirst`]: the request moves to the front now if pending, and
+/// is put there when it arrives otherwise.
+fn show_first(state: &mut Questionnaire, id: String, out: &mut Out) {
+    if let Some(position) = state.requests.iter().position(|r| r.id == id)
+        && position > 0
+    {
+        let request = state.requests.remove(position);
+        state.requests.insert(0, request);
+        out.focus(entry_focus(&state.requests[0]));
+    }
+    state.shown_first = Some(id);
 }
 
 /// A request the page cannot hold is reported, never dropped in silence.

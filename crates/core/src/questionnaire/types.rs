@@ -33,6 +33,9 @@ pub struct Questionnaire {
     pub(crate) focus: Option<Versioned<FocusTarget>>,
     /// What the live region says: the last announcement.
     pub(crate) announcement: Option<Versioned<Announcement>>,
+    /// The request the page was opened on ([`Action::ShowFirst`]): shown
+    /// first while it waits, whenever it arrives.
+    pub(crate) shown_first: Option<String>,
 }
 
 /// A DOM intent (move focus, say something) with a version that grows by one
@@ -331,6 +334,13 @@ pub enum Action {
     },
     /// The person dismissed the [`Notice`].
     DismissNotice,
+    /// The page was opened on this request (`?q=ID`: a notification's tap):
+    /// show it first while it waits, now if it is pending, else once it
+    /// arrives. The others keep their order behind it.
+    ShowFirst {
+        /// The request's host id.
+        question_id: String,
+    },
 }
 
 /// Something the shell must do outside the page: POST, sessionStorage, a

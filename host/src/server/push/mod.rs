@@ -41,6 +41,18 @@ pub const MAX_CHOICE_CHARS: usize = 60;
 /// The longest question text a message carries (cut with `…` past it).
 pub const MAX_TEXT_CHARS: usize = 400;
 
+/// Checks a VAPID contact (`--push-contact`): a `mailto:` address or an
+/// `https` URL (RFC 8292 §2.1), which a push service's operator can use to
+/// reach whoever sends.
+pub fn check_contact(contact: &str) -> Result<(), String> {
+    let url = Url::parse(contact).map_err(|e| format!("not a URL ({e})"))?;
+    match url.scheme() {
+        "mailto" if url.path().contains('@') => Ok(()),
+        "https" if url.host_str().is_some() => Ok(()),
+        _ => Err("must be mailto:ADDRESS or an https URL".to_owned()),
+    }
+}
+
 /// Where a subscription's endpoint may point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EndpointPolicy {
@@ -341,8 +353,8 @@ pub struct Sender<'a> {
     pub client: &'a PushClient,
     /// The VAPID key.
     pub key: &'a VapidKey,
-    /// The JWT's `sub` (`mailto:` or `https:`).
-    pub contact: &'a str,
+    /// The JWT's `sub` (`mailto:` or `https:`), when there is one.
+    pub contact: Option<&'a str>,
     /// Where endpoints may point.
     pub policy: EndpointPolicy,
 }

@@ -21,25 +21,36 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The `sub` of every VAPID JWT: where a push service can find who sends.
-pub const CONTACT: &str = env!("CARGO_PKG_REPOSITORY");
+/// The subscriber id of the host's own page (on loopback, with the master
+/// token): not a paired device, so its subscription is kept in the data
+/// directory ([`DESKTOP_SUBSCRIPTION_FILE`]) rather than with the devices.
+pub const DESKTOP: &str = "desktop";
 
-/// How push is set up for a run (`--remote` turns it on).
+/// The desktop page's subscription's file in the data directory (0600).
+pub const DESKTOP_SUBSCRIPTION_FILE: &str = "desktop-push-subscription.json";
+
+/// How push is set up for a run.
 #[derive(Debug, Clone, Default)]
 pub struct PushConfig {
-    /// Where the VAPID key is kept (the data directory); `None` keeps it for
-    /// this run only (`--ephemeral`).
+    /// Where the VAPID key and the desktop page's subscription are kept (the
+    /// data directory); `None` keeps them for this run only (`--ephemeral`).
     pub key_dir: Option<PathBuf>,
     /// Where subscriptions may point.
     pub policy: EndpointPolicy,
+    /// The VAPID JWT's `sub`, where a push service's operator can reach
+    /// whoever sends (`--push-contact`, else the `--remote` origin); none
+    /// without either.
+    pub contact: Option<String>,
 }
 
 /// The run's push state.
 pub struct Push {
     config: PushConfig,
     key: Mutex<Option<VapidKey>>,
-    /// `None` when it could not be made (the system's roots unreadable).
-    client: Option<super::PushClient>,
+    /// Made at the first send (reading the system's roots costs memory a
+    /// host that never pushes should not keep); `None` inside when it could
+    /// not be made (the system's roots unreadable).
+    client: std::sync::OnceLock<Option<super::PushClient>>,
     /// By device id.
     subscriptions: Mutex<HashMap<String, Subscription>>,
 }
@@ -54,25 +65,26 @@ impl Push {
     /// Push for `config`, with the subscriptions the store kept (device id,
     /// JSON; unreadable ones are skipped with a warning).
     pub fn new(config: PushConfig, kept: &[(String, String)]) -> Self {
+        let desktop = config
+            .key_dir
+            .as_deref()
+            .and_then(read_desktop_subscription);
         let subscriptions = kept
             .iter()
-            .filter_map(|(device, json)| match serde_json::from_str(json) {
-                Ok(subscription) => Some((device.clone(), subscription)),
+            .cloned()
+            .chain(desktop.map(|json| (DESKTOP.to_owned(), json)))
+            .filter_map(|(device, json)| match serde_json::from_str(&json) {
+                Ok(subscription) => Some((device, subscription)),
                 Err(error) => {
                     tracing::warn!(%device, %error, "a kept push subscription is unreadable; the device must subscribe again");
                     None
                 }
             })
             .collect();
-        let client = super::client()
-            .inspect_err(
-                |error| tracing::warn!(%error, "push: no HTTP client, nothing will be pushed"),
-            )
-            .ok();
         Self {
             config,
             key: Mutex::new(None),
-            client,
+            client: std::sync::OnceLock::new(),
             subscriptions: Mutex::new(subscriptions),
         }
     }
@@ -89,6 +101,19 @@ impl Push {
         };
         *key = Some(made.clone());
         Ok(made)
+    }
+
+    /// The HTTP client for push services, made on first use.
+    fn client(&self) -> Option<&super::PushClient> {
+        self.client
+            .get_or_init(|| {
+                super::client()
+                    .inspect_err(|error| {
+                        tracing::warn!(%error, "push: no HTTP client, nothing will be pushed")
+                    })
+                    .ok()
+            })
+            .as_ref()
     }
 
     fn subscriptions(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscription>> {
@@ -146,24 +171,107 @@ async fn presence(
 }
 
 fn push_of(state: &AppState) -> Result<&Arc<Push>, ApiError> {
-    state.push().ok_or_else(|| {
-        ApiError::NotFound(
-            "push: this host has no --remote origin, so no paired device to push to".to_owned(),
-        )
-    })
+    state
+        .push()
+        .ok_or_else(|| ApiError::NotFound("push: this host was started without push".to_owned()))
 }
 
+/// Whose subscription a request speaks for: a paired device's, or the host's
+/// own page's ([`DESKTOP`]) with the master token; a person's or an agent's
+/// credential itself has none.
 fn device_of(credential: &Credential) -> Result<String, ApiError> {
     match credential {
         Credential::Device(device) => Ok(device.record.id.clone()),
-        Credential::Master | Credential::Person(_) | Credential::Agent(_) => {
-            Err(ApiError::Forbidden(
-                "push subscriptions belong to a paired device: subscribe from the device's page \
-             (the --remote origin)"
-                    .to_owned(),
-            ))
-        }
+        Credential::Master => Ok(DESKTOP.to_owned()),
+        Credential::Person(_) | Credential::Agent(_) => Err(ApiError::Forbidden(
+            "push subscriptions belong to a paired device or the host's own page: subscribe \
+             from the device's page"
+                .to_owned(),
+        )),
     }
+}
+
+/// The desktop page's kept subscription (JSON) in `dir`, if any.
+fn read_desktop_subscription(dir: &std::path::Path) -> Option<String> {
+    let path = dir.join(DESKTOP_SUBSCRIPTION_FILE);
+    let file = match crate::data_dir::open_private(&path, std::fs::OpenOptions::new().read(true)) {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "push: the desktop page's subscription is unreadable; it must subscribe again");
+            return None;
+        }
+    };
+    let mut json = String::new();
+    use std::io::Read;
+    file.take(super::MAX_ENDPOINT_BYTES as u64 + 1024)
+        .read_to_string(&mut json)
+        .ok()?;
+    Some(json)
+}
+
+/// Keeps (`Some`) or forgets (`None`) the desktop page's subscription in
+/// `dir`: written to a private file of its own, then renamed into place.
+fn write_desktop_subscription(dir: &std::path::Path, json: Option<&str>) -> Result<(), String> {
+    let path = dir.join(DESKTOP_SUBSCRIPTION_FILE);
+    let shown = path.display();
+    let Some(json) = json else {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("{shown}: {e}")),
+            _ => Ok(()),
+        };
+    };
+    crate::data_dir::ensure_private_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let staged = dir.join(format!(
+        ".{DESKTOP_SUBSCRIPTION_FILE}.{}.{:016x}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let written = (|| -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut file = crate::data_dir::create_private_new(&staged)?;
+        file.write_all(json.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&staged, &path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&staged);
+    }
+    written.map_err(|e| format!("{shown}: {e}"))
+}
+
+/// Keeps `json` as `device`'s subscription: with the device in the store, or
+/// the desktop page's in the data directory (this run only without one).
+async fn keep_subscription(
+    state: &AppState,
+    push: &Push,
+    device: &str,
+    json: Option<String>,
+) -> Result<(), ApiError> {
+    if device == DESKTOP {
+        return match &push.config.key_dir {
+            Some(dir) => write_desktop_subscription(dir, json.as_deref())
+                .map_err(|why| ApiError::Store(crate::server::store::StoreError::Unavailable(why))),
+            None => Ok(()),
+        };
+    }
+    let write = match json {
+        Some(subscription) => Write::PushSubscribed {
+            device: device.to_owned(),
+            subscription,
+            at_ms: now_ms(),
+        },
+        None => Write::PushUnsubscribed {
+            device: device.to_owned(),
+        },
+    };
+    state
+        .record()
+        .submit(write)
+        .kept()
+        .await
+        .map(|_| ())
+        .map_err(ApiError::Store)
 }
 
 #[derive(Debug, Serialize)]
@@ -219,16 +327,7 @@ async fn subscribe(
         .into());
     }
     let json = serde_json::to_string(&subscription).expect("a subscription serialises");
-    state
-        .record()
-        .submit(Write::PushSubscribed {
-            device: device.clone(),
-            subscription: json,
-            at_ms: now_ms(),
-        })
-        .kept()
-        .await
-        .map_err(ApiError::Store)?;
+    keep_subscription(&state, push, &device, Some(json)).await?;
     push.subscriptions().insert(device.clone(), subscription);
     tracing::info!(%device, "push: the device asked for notifications");
     Ok(StatusCode::NO_CONTENT)
@@ -247,20 +346,13 @@ async fn unsubscribe(
 
 async fn drop_subscription(state: &AppState, push: &Push, device: &str) {
     push.subscriptions().remove(device);
-    if let Err(error) = state
-        .record()
-        .submit(Write::PushUnsubscribed {
-            device: device.to_owned(),
-        })
-        .kept()
-        .await
-    {
+    if let Err(error) = keep_subscription(state, push, device, None).await {
         tracing::warn!(%device, error = %crate::logged::logged(&error), "push: dropping the subscription was not kept");
     }
 }
 
 /// A batch waiting for the person, as a push announces it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Waiting {
     /// The ask's id.
     pub id: String,
@@ -289,6 +381,12 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// Whether the batch `id` was seen waiting already (what it says is then
+    /// not read again).
+    pub fn has_seen(&self, id: &str) -> bool {
+        self.seen.contains(id)
+    }
+
     /// What to send now that `waiting` waits and the person is (or is not)
     /// `present`.
     pub fn step(&mut self, waiting: &[Waiting], present: bool) -> Vec<PushMessage> {
@@ -331,13 +429,26 @@ impl Dispatcher {
     }
 }
 
-/// Every batch waiting now, across sessions.
-fn waiting_now(state: &AppState) -> Vec<Waiting> {
+/// Every batch waiting now, across sessions: the table's shared events (no
+/// copy of a request), described in full only when `seen` says the
+/// dispatcher has not seen it yet (else its id and session alone).
+fn waiting_now(state: &AppState, seen: impl Fn(&str) -> bool) -> Vec<Waiting> {
     let pending = state.pending();
     let list = pending.sessions(now_ms());
     let mut waiting = Vec::new();
     for entry in list.sessions.iter().filter(|s| s.pending > 0) {
-        for question in pending.snapshot(&entry.id) {
+        for event in pending.pending_events(&entry.id) {
+            let ask_user_core::wire::SessionEvent::QuestionRequested(question) = &*event else {
+                continue;
+            };
+            if seen(&question.id) {
+                waiting.push(Waiting {
+                    id: question.id.clone(),
+                    session: question.session.clone(),
+                    ..Waiting::default()
+                });
+                continue;
+            }
             let first = question.request.questions.first();
             let text = first
                 .map(|q| q.header.clone().unwrap_or_else(|| q.question.clone()))
@@ -392,7 +503,8 @@ pub fn spawn(state: &AppState) {
         let mut dispatcher = Dispatcher::default();
         loop {
             let present = state.presence().present(std::time::Instant::now());
-            let messages = dispatcher.step(&waiting_now(&state), present);
+            let waiting = waiting_now(&state, |id| dispatcher.has_seen(id));
+            let messages = dispatcher.step(&waiting, present);
             for message in messages {
                 if let Some((target, client)) = &ntfy {
                     post_to_ntfy(&state, target, client, &message);
@@ -450,7 +562,7 @@ fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
     let targets: Vec<(String, Subscription)> = push
         .subscriptions()
         .iter()
-        .filter(|(device, _)| paired.contains(*device))
+        .filter(|(device, _)| paired.contains(*device) || *device == DESKTOP)
         .map(|(d, s)| (d.clone(), s.clone()))
         .collect();
     if targets.is_empty() {
@@ -473,13 +585,13 @@ fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
         let (state, push, key, message) =
             (state.clone(), push.clone(), key.clone(), message.clone());
         tokio::spawn(async move {
-            let Some(client) = &push.client else {
+            let Some(client) = push.client() else {
                 return;
             };
             let sender = Sender {
                 client,
                 key: &key,
-                contact: CONTACT,
+                contact: push.config.contact.as_deref(),
                 policy: push.config.policy,
             };
             let delivery = sender.deliver(&subscription, &message, ttl, urgency).await;

@@ -89,10 +89,14 @@ impl VapidKey {
 
     /// The `Authorization` header for a push to `audience` (the push
     /// resource's origin, `scheme://host[:port]`), valid until `expires`
-    /// (Unix seconds), naming `contact` (`mailto:` or `https:`).
-    pub fn authorization(&self, audience: &str, expires: u64, contact: &str) -> String {
+    /// (Unix seconds), naming `contact` (`mailto:` or `https:`) as its `sub`
+    /// when there is one.
+    pub fn authorization(&self, audience: &str, expires: u64, contact: Option<&str>) -> String {
         let header = URL_SAFE_NO_PAD.encode(br#"{"typ":"JWT","alg":"ES256"}"#);
-        let claims = serde_json::json!({ "aud": audience, "exp": expires, "sub": contact });
+        let mut claims = serde_json::json!({ "aud": audience, "exp": expires });
+        if let Some(contact) = contact {
+            claims["sub"] = contact.into();
+        }
         let claims = URL_SAFE_NO_PAD.encode(claims.to_string());
         let signed = format!("{header}.{claims}");
         let signature: Signature = self.signing.sign(signed.as_bytes());
@@ -179,7 +183,7 @@ mod tests {
         let header = key.authorization(
             "https://push.example:8443",
             1_900_000_000,
-            "mailto:a@b.example",
+            Some("mailto:a@b.example"),
         );
         let (t, k) = header
             .strip_prefix("vapid t=")
@@ -195,6 +199,7 @@ mod tests {
         .unwrap();
         assert_eq!(claims["aud"], "https://push.example:8443");
         assert_eq!(claims["exp"], 1_900_000_000);
+        assert_eq!(claims["sub"], "mailto:a@b.example");
         let verifying = VerifyingKey::from_sec1_bytes(&URL_SAFE_NO_PAD.decode(k).unwrap()).unwrap();
         let signature = Signature::from_slice(&URL_SAFE_NO_PAD.decode(signature).unwrap()).unwrap();
         verifying.verify(signed.as_bytes(), &signature).unwrap();

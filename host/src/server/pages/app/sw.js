@@ -74,12 +74,19 @@ self.addEventListener("push", (event) => {
     return;
   }
   const more = message.count > 1 ? ` (+${message.count - 1})` : "";
-  // Buttons where the platform has them (not iOS): the one question's options
-  // (never one pre-chosen), else "Open".
+  // Buttons where the platform has them (Notification.maxActions > 0:
+  // Chromium, Android; not iOS): the one question's options when they all fit
+  // (never one pre-chosen; a recommended one keeps its badge word, which is
+  // part of its label), else one "Open".
   const choices = Array.isArray(message.choices) ? message.choices : [];
-  const actions = choices.length
-    ? choices.map((label, i) => ({ action: `answer:${i}`, title: label }))
-    : [{ action: "open", title: "Open" }];
+  const room = self.Notification?.maxActions ?? 0;
+  const answerable = choices.length > 0 && choices.length <= room;
+  const actions =
+    room === 0
+      ? []
+      : answerable
+        ? choices.map((label, i) => ({ action: `answer:${i}`, title: label }))
+        : [{ action: "open", title: "Open" }];
   event.waitUntil(
     self.registration.showNotification(`${message.who} asks`, {
       body: `${message.text}${more}`,
@@ -87,13 +94,13 @@ self.addEventListener("push", (event) => {
       renotify: true,
       requireInteraction: true,
       icon: "/app/icon-192.png",
-      actions: (self.Notification?.maxActions ?? 0) > 0 ? actions : [],
+      actions,
       data: {
         url: message.url,
         session: message.session,
         question: message.question,
         item: message.item,
-        choices,
+        choices: answerable ? choices : [],
       },
     }),
   );
@@ -116,6 +123,9 @@ async function answerFromNotification(data, index) {
   }
 }
 
+// A tap (or "Open") opens the app on the question: an open window of the app
+// is navigated there and focused, else a new one opens there. An option's
+// button answers instead; if that fails, the app opens on the question.
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
   const data = event.notification.data || {};
@@ -127,17 +137,31 @@ self.addEventListener("notificationclick", (event) => {
       if (answer && data.item && data.choices?.[Number(answer[1])] !== undefined) {
         if (await answerFromNotification(data, Number(answer[1]))) return;
       }
-      const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
-      for (const client of windows) {
-        if (new URL(client.url).origin === target.origin && "focus" in client) {
-          const focused = await client.focus();
-          return (focused || client).navigate(target.href);
-        }
-      }
-      return self.clients.openWindow(target.href);
+      return openOn(target.href);
     })(),
   );
 });
+
+// Navigates a window this worker controls to `href` and focuses it (a window
+// it does not control cannot be navigated by it), else opens one there.
+async function openOn(href) {
+  const windows = await self.clients.matchAll({ type: "window" });
+  for (const client of windows) {
+    let navigated;
+    try {
+      navigated = await client.navigate(href);
+    } catch (_) {
+      continue;
+    }
+    try {
+      await (navigated || client).focus();
+    } catch (_) {
+      // Focus needs the click's user activation; the window shows the question anyway.
+    }
+    return;
+  }
+  return self.clients.openWindow(href);
+}
 
 async function cached(request) {
   const cache = await caches.open(CACHE);
