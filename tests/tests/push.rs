@@ -198,6 +198,59 @@ async fn a_subscription_the_push_service_says_is_gone_is_dropped() {
     .await;
 }
 
+/// A device paired under person `name` (roles `roles`) and subscribed at the
+/// stub's `/push/NAME`.
+async fn person_subscribed(setup: &Setup, name: &str, roles: &[&str]) {
+    let (status, body) = setup
+        .host
+        .post(
+            "/api/people",
+            json!({"name": name, "roles": roles}).to_string(),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{body}");
+    let credential = body["credential"].as_str().expect("the credential, once");
+    let (_, cookie) = ask_user_tests::tls_front::pair_phone_with(
+        &setup.host.base,
+        credential,
+        &setup.cert,
+        &setup.front,
+        &format!("{name}-phone"),
+    )
+    .await;
+    let subscription = TestSubscription::new(setup.stub.endpoint(name));
+    let put = setup
+        .device(
+            "PUT",
+            "/api/push/subscription",
+            Some(&cookie),
+            &subscription.to_json(),
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::NO_CONTENT, "{:?}", put.body);
+}
+
+#[tokio::test]
+async fn a_batch_is_pushed_only_to_devices_of_people_in_its_audience() {
+    let setup = Setup::start().await;
+    person_subscribed(&setup, "ana", &["ops"]).await;
+    person_subscribed(&setup, "bo", &["design"]).await;
+    let (_, _, _) = setup.subscribed("owners-phone").await;
+    let _agent = setup.host.ask(
+        "deploy",
+        "",
+        &json!({"audience": {"role": "ops"},
+            "questions": [{"id": "q1", "question": "Ship it?", "header": "Deploy"}]}),
+    );
+    setup.stub.wait_for("ana", 1).await;
+    setup.stub.wait_for("owners-phone", 1).await;
+    // The sends start in one step: give a wrong one a moment to arrive.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut names: Vec<String> = setup.stub.received().into_iter().map(|r| r.name).collect();
+    names.sort();
+    assert_eq!(names, ["ana", "owners-phone"], "bo is outside the audience");
+}
+
 #[tokio::test]
 async fn a_revoked_device_gets_nothing_while_another_still_does() {
     let setup = Setup::start().await;

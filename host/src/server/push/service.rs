@@ -8,9 +8,11 @@ use super::{Delivery, EndpointPolicy, PushMessage, Sender, Subscription, Urgency
 use crate::server::devices::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
+use crate::server::people::Viewer;
 use crate::server::state::AppState;
 use crate::server::store::{Write, now_ms};
 use ask_user_core::UserInteractionError;
+use ask_user_core::wire::SessionEvent;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
@@ -553,10 +555,27 @@ fn post_to_ntfy(
 /// Sends `message` to every opted-in device still paired, each in a task of
 /// its own; a subscription the push service says is gone is dropped.
 fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
+    // A batch is shown only to devices whose person is in its audience (the
+    // owner's devices and the desktop see all); a close reveals nothing.
+    let shown = match &message {
+        PushMessage::Ask {
+            session, question, ..
+        } => Some(state.pending().pending_events(session).into_iter().find(
+            |event| matches!(&**event, SessionEvent::QuestionRequested(q) if q.id == *question),
+        )),
+        PushMessage::Close { .. } => None,
+    };
     let paired: HashSet<String> = state
         .devices()
         .list()
-        .iter()
+        .into_iter()
+        .filter(|device| match &shown {
+            None => true,
+            Some(None) => false,
+            Some(Some(event)) => {
+                Viewer::of(state, Some(&Credential::Device(device.clone()))).sees(event)
+            }
+        })
         .map(|d| d.record.id.clone())
         .collect();
     let targets: Vec<(String, Subscription)> = push
