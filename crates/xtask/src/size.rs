@@ -43,10 +43,12 @@ pub struct Ceiling {
 /// reports and the "Notify this device" toggle, plus ≈ 1%; 174.8 KB and
 /// 207.5 KiB after issue 25's view-code cuts (the option rows without a keyed
 /// `For`, no erased views, one boxed effect type, a JSON reader that asks for
-/// each type's kind), plus ≈ 1%.
+/// each type's kind), plus ≈ 1%; 177.7 KB and 210.7 KiB with issue 24's
+/// audiences (the request's two new fields read, the "escalated" line) and
+/// issue 22's tapped question shown first, plus ≈ 1%.
 pub const PAGE_CEILING: Ceiling = Ceiling {
-    brotli_kb: 176.5,
-    gzip_kib: 209.6,
+    brotli_kb: 179.5,
+    gzip_kib: 212.8,
 };
 /// The embed's first load (`ask_user_embed.js` and its wasm): 178.7 KB
 /// brotli and 218.0 KiB gzipped on 2026-12-01; 194.5 KB and 239.6 KiB with
@@ -55,10 +57,11 @@ pub const PAGE_CEILING: Ceiling = Ceiling {
 /// 2026-12-06, plus ≈ 1%; 195.2 KB and 239.7 KiB with issues 21, 22 and 23
 /// merged (who wrote a message on `message/created`, the devices' wire types,
 /// core's one error line), plus ≈ 1%; 185.3 KB and 226.9 KiB after issue
-/// 25's view-code cuts, plus ≈ 1%.
+/// 25's view-code cuts, plus ≈ 1%; 187.3 KB and 229.7 KiB with issue 24's
+/// audiences in the request and the "escalated" line, plus ≈ 1%.
 pub const EMBED_CEILING: Ceiling = Ceiling {
-    brotli_kb: 187.2,
-    gzip_kib: 229.2,
+    brotli_kb: 189.2,
+    gzip_kib: 232.0,
 };
 
 /// Sizes of a set of files, and of the wasm among them.
@@ -272,18 +275,16 @@ mod tests {
 
     #[test]
     fn page_and_embed_before_issue_25_or_after_its_first_round_fail_their_ceilings() {
-        // As they weighed on 2026-12-06 before the cuts, and after the first
-        // round (the morning's; the second round lowered the ceilings again).
+        // As they weighed on 2026-12-06 before the cuts, and the embed after
+        // the first round (the morning's; the second round lowered the
+        // ceilings again, and issue 24's audiences raised the page's to above
+        // its first-round weight).
         assert_eq!(
             judge(&weight(193_600, 232 * 1024), PAGE_CEILING),
             Verdict::OverCeiling
         );
         assert_eq!(
             judge(&weight(197_200, 243 * 1024), EMBED_CEILING),
-            Verdict::OverCeiling
-        );
-        assert_eq!(
-            judge(&weight(176_500, 211 * 1024 + 512), PAGE_CEILING),
             Verdict::OverCeiling
         );
         assert_eq!(
