@@ -210,6 +210,12 @@ impl AppState {
         let restored = record.restored();
         let (kept, held) = (restored.pending.len(), restored.held.len());
         pending.restore(restored);
+        let pending = Arc::new(pending);
+        if let Some(shared) = record.shared() {
+            // Several hosts: the table follows the record (other hosts'
+            // questions, answers and detaches) from now on.
+            shared.follow(pending.clone());
+        }
         if kept + held > 0 {
             tracing::info!(
                 pending = kept,
@@ -217,7 +223,7 @@ impl AppState {
                 "restored from the store: pending questions detached, resolutions held"
             );
         }
-        Self::with_parts(config, Arc::new(pending), record)
+        Self::with_parts(config, pending, record)
     }
 
     /// State over `pending` (which applies its own limit and detach grace),

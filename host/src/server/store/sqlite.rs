@@ -548,7 +548,7 @@ fn quote_problems(lines: &[String]) -> String {
     quoted
 }
 
-fn outcome_name(outcome: Outcome) -> &'static str {
+pub(super) fn outcome_name(outcome: Outcome) -> &'static str {
     match outcome {
         Outcome::Answered => "answered",
         Outcome::Cancelled => "cancelled",
@@ -558,7 +558,7 @@ fn outcome_name(outcome: Outcome) -> &'static str {
     }
 }
 
-fn parse_outcome(name: &str) -> Option<Outcome> {
+pub(super) fn parse_outcome(name: &str) -> Option<Outcome> {
     Some(match name {
         "answered" => Outcome::Answered,
         "cancelled" => Outcome::Cancelled,
@@ -607,7 +607,7 @@ impl RestoreReport {
 
 /// Why a kept question may not come back: the rules a live ask passes
 /// (core's validation of the request, a session id, a host-minted id).
-fn restorable(row_session: &str, question: &QuestionRequested) -> Result<(), String> {
+pub(super) fn restorable(row_session: &str, question: &QuestionRequested) -> Result<(), String> {
     use ask_user_core::error::quoted;
     if !ask_user_core::SessionId::is_valid(row_session) {
         return Err(format!(
@@ -1430,6 +1430,8 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                  WHERE id = ?1 AND delivery = 0",
             )?
             .execute(params![id, outcome_name(*outcome), *at_ms as i64])?,
+        // One host's table alone knows who waits: nothing to keep.
+        Write::Detached { .. } => 0,
         Write::Delivered { id } => conn
             .prepare_cached(
                 "UPDATE questions SET delivery = 1 WHERE id = ?1 AND outcome IS NOT NULL AND delivery = 0",
