@@ -145,6 +145,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     tools::ensure_brotli(ctx)?;
     let chromedriver = tools::ensure_browser(ctx)?;
     let node_modules = tools::ensure_node_test_packages(ctx)?;
+    tools::ensure_postgres(ctx)?;
     let mut report = Report::default();
 
     report.run(
