@@ -1610,4 +1610,6 @@ fn log_never_delivered(session: &str, id: &str, resolution: &Resolution) {
 }
 
 #[cfg(test)]
+mod shared_tests;
+#[cfg(test)]
 mod tests;
