@@ -203,6 +203,25 @@ pub fn parse_url(url: &str) -> Result<Config, String> {
          (postgres://USER@HOST:PORT/DB, the password in PGPASSWORD)"
             .to_owned()
     })?;
+    // This build speaks to PostgreSQL without TLS: a password and every
+    // answer would cross the network in the clear, so only loopback and
+    // Unix sockets are reached unless the URL says `sslmode=disable` (a
+    // private network, or a TLS tunnel ending on this machine).
+    let remote = config.get_hosts().iter().any(|host| match host {
+        tokio_postgres::config::Host::Tcp(name) => !is_loopback(name),
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(_) => false,
+    });
+    if remote && config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable {
+        return Err(
+            "--store / ASK_USER_STORE: a PostgreSQL that is not on loopback or a Unix socket; \
+             this build has no TLS to PostgreSQL, so the password and every answer would \
+             cross the network in the clear. Reach it through a TLS tunnel ending on this \
+             machine (stunnel, an SSH tunnel, a pgbouncer beside the host), or add \
+             `sslmode=disable` to the URL to accept a plaintext private network"
+                .to_owned(),
+        );
+    }
     if config.get_password().is_none()
         && let Ok(password) = std::env::var("PGPASSWORD")
     {
@@ -211,6 +230,15 @@ pub fn parse_url(url: &str) -> Result<Config, String> {
     config.application_name("ask-user");
     config.connect_timeout(Duration::from_secs(10));
     Ok(config)
+}
+
+fn is_loopback(name: &str) -> bool {
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether `url` carries a password (on a command line, a secret every local
@@ -1380,5 +1408,35 @@ impl SharedRecord for PostgresStore {
         Box::pin(async move {
             let _ = ready.wait_for(|ready| *ready).await;
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_url_is_refused_without_repeating_it_and_a_remote_one_needs_tls_said_off() {
+        let bad = parse_url("postgres://me:hunter2@[::1:5432/x").unwrap_err();
+        assert!(!bad.contains("hunter2"), "{bad}");
+        let remote = parse_url("postgres://me@db.example:5432/x").unwrap_err();
+        assert!(remote.contains("no TLS to PostgreSQL"), "{remote}");
+        assert!(parse_url("postgres://me@db.example:5432/x?sslmode=disable").is_ok());
+        for local in [
+            "postgres://me@127.0.0.1:5432/x",
+            "postgres://me@localhost/x",
+            "postgres://me@[::1]:5432/x",
+            "host=/run/postgresql user=me",
+        ] {
+            assert!(parse_url(local).is_ok(), "{local}");
+        }
+        assert!(has_password("postgres://me:hunter2@localhost/x"));
+        assert!(!has_password("postgres://me@localhost/x"));
+    }
+
+    #[test]
+    fn the_database_names_its_host_port_and_database_never_its_password() {
+        let config = parse_url("postgres://me:hunter2@127.0.0.1:6543/team").unwrap();
+        assert_eq!(describe(&config), "postgresql 127.0.0.1:6543/team");
     }
 }
