@@ -147,7 +147,7 @@ async fn behind_a_round_robin_proxy_a_question_asked_through_one_host_is_answere
     for host in &hosts {
         assert_eq!(
             pending_ids(host.origin(), "team").await,
-            [id.clone()],
+            [id.as_str()],
             "every host shows it"
         );
     }
@@ -256,7 +256,7 @@ async fn a_host_killed_mid_wait_loses_nothing_and_the_re_ask_through_another_hos
     .await;
     assert_eq!(
         pending_ids(b.origin(), "crash").await,
-        [id.clone()],
+        [id.as_str()],
         "no second card"
     );
     let answered = answer(b.origin(), "crash", &id, &choice("Postgres")).await;
