@@ -572,6 +572,13 @@ impl Writer<'_> {
 
     /// Applies `jobs` in one transaction: all kept, or (an error) none.
     async fn apply_all(&mut self, jobs: &[Job]) -> Result<Vec<Done>, tokio_postgres::Error> {
+        // One write alone is one statement, atomic by itself: no BEGIN and
+        // COMMIT round trips (most writes when the host is not busy).
+        if let [Job::Write(write, _)] = jobs
+            && !matches!(write, Write::DeviceRevoked { .. } | Write::Prune { .. })
+        {
+            return Ok(vec![Done::Applied(self.apply(write).await?)]);
+        }
         self.execute("BEGIN", &[]).await?;
         let mut results = Vec::with_capacity(jobs.len());
         let applied = async {
