@@ -14,7 +14,8 @@
 //!   oldest detached question or held resolution of the same request in the
 //!   session, on any host, is handed to this host (`FOR UPDATE SKIP LOCKED`),
 //!   else the new question is written.
-//! - Every change to a question or a new message notifies channel `ask_user`
+//! - Every change to a question that other hosts show (new, resolved, who
+//!   waits) and every new message notifies channel `ask_user`
 //!   (a trigger; the payload is `q` and the id, or `m` and the message's row,
 //!   far below PostgreSQL's 8,000 bytes). Each host listens on its own
 //!   connection, re-reads the rows and feeds them to its pending table as
@@ -122,8 +123,11 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-CREATE TRIGGER questions_changed AFTER INSERT OR UPDATE ON ask_user.questions
+CREATE TRIGGER questions_asked AFTER INSERT ON ask_user.questions
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_question();
+CREATE TRIGGER questions_changed AFTER UPDATE ON ask_user.questions
+    FOR EACH ROW WHEN (OLD.outcome IS DISTINCT FROM NEW.outcome OR OLD.host IS DISTINCT FROM NEW.host)
+    EXECUTE FUNCTION ask_user.notify_question();
 CREATE TRIGGER questions_discarded AFTER DELETE ON ask_user.questions
     FOR EACH ROW WHEN (OLD.delivery = 0) EXECUTE FUNCTION ask_user.notify_question();
 CREATE FUNCTION ask_user.notify_message() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -733,7 +737,7 @@ impl Writer<'_> {
             }
             Write::Delivered { id } => {
                 self.execute(
-                    "UPDATE ask_user.questions SET delivery = 1, host = NULL \
+                    "UPDATE ask_user.questions SET delivery = 1 \
                      WHERE id = $1 AND outcome IS NOT NULL AND delivery = 0",
                     &[id],
                 )
