@@ -215,7 +215,9 @@ impl WebProvider {
         };
         let id = question.id.clone();
         let registered = self.pending.attach(question, request_json, new, held);
-        if registered.is_err() {
+        if registered.is_ok() {
+            shared.taken(id);
+        } else {
             // Refused here (shutting down, caps): the record lets it go again.
             let write = if new {
                 Write::Discard { id }

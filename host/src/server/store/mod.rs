@@ -504,6 +504,12 @@ pub trait SharedRecord: Send + Sync {
         request_sha256: [u8; 32],
     ) -> oneshot::Receiver<Result<Taken, StoreError>>;
 
+    /// The table has the question `id` this host took: its row is read once
+    /// more, since another host may have answered it between the take and
+    /// the table's attach (a notification read in that moment found nothing
+    /// to resolve here).
+    fn taken(&self, id: String);
+
     /// Starts following the record into `pending`: notifications of other
     /// hosts' changes, and a full reconciliation after every (re)connect.
     fn follow(&self, pending: std::sync::Arc<crate::server::pending::PendingTable>);

@@ -163,6 +163,11 @@ struct Inner {
     /// until [`SharedRecord::follow`] takes it.
     first_listener: Mutex<Option<Listener>>,
     ready: watch::Sender<bool>,
+    /// Questions this host just took, to read once more after its table
+    /// has them (see [`SharedRecord::taken`]), and their receiver until
+    /// [`SharedRecord::follow`] takes it.
+    recheck: mpsc::UnboundedSender<String>,
+    rechecks: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
     reader: tokio::sync::Mutex<Option<Client>>,
     runtime: tokio::runtime::Handle,
     max_open: usize,
@@ -302,6 +307,7 @@ impl PostgresStore {
             .map_err(|e| format!("{described}: {e}"))?;
         let restored = load(&writer.client).await.map_err(|e| fail(&e))?;
         let (ready, _) = watch::channel(false);
+        let (recheck, rechecks) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             config,
             described,
@@ -310,6 +316,8 @@ impl PostgresStore {
             writer_pid: AtomicI32::new(0),
             first_listener: Mutex::new(None),
             ready,
+            recheck,
+            rechecks: Mutex::new(Some(rechecks)),
             reader: tokio::sync::Mutex::new(None),
             runtime: tokio::runtime::Handle::current(),
             max_open: limits.max_restored_questions,
@@ -917,6 +925,12 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
+    let mut rechecks = inner
+        .rechecks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .expect("followed once");
     let mut backoff = Duration::from_millis(100);
     loop {
         let mut listener = match first.take() {
@@ -952,6 +966,18 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>) {
                         }
                     }
                     if let Err(error) = apply_notifications(&inner, &listener.client, &pending, batch).await {
+                        break error.to_string();
+                    }
+                }
+                Some(id) = rechecks.recv() => {
+                    let mut ids = vec![id];
+                    while ids.len() < MAX_BATCH {
+                        match rechecks.try_recv() {
+                            Ok(more) => ids.push(more),
+                            Err(_) => break,
+                        }
+                    }
+                    if let Err(error) = observe_ids(&inner, &listener.client, &pending, &ids).await {
                         break error.to_string();
                     }
                 }
@@ -1408,6 +1434,10 @@ impl SharedRecord for PostgresStore {
         let (reply, taken) = oneshot::channel();
         let _ = self.jobs.send(Job::Take(asked, request_sha256, reply));
         taken
+    }
+
+    fn taken(&self, id: String) {
+        let _ = self.inner.recheck.send(id);
     }
 
     fn follow(&self, pending: Arc<PendingTable>) {
