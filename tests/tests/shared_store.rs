@@ -352,3 +352,87 @@ async fn a_database_of_a_newer_schema_is_refused_naming_both_versions() {
         "nothing was created in it"
     );
 }
+
+/// The next frame of `page` named `event` about question `id` (others are skipped).
+async fn frame_about(page: &mut EventStream, event: &str, id: &str) -> Value {
+    loop {
+        let frame = page.next().await;
+        let json = frame.json();
+        if frame.event == event && json["id"] == json!(id) {
+            return json;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_detach_grace_holds_across_hosts_a_re_ask_through_another_reattaches_and_the_end_reaches_every_page()
+ {
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let start = || {
+        HostProcess::start_with_env_only(&["--detach-grace", "4"], &env)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (start(), start());
+    let mut page_a = events(a.origin(), "grace").await;
+    let mut page_b = events(b.origin(), "grace").await;
+    let impatient = |origin: &str| {
+        let url = format!("{origin}/api/sessions/grace/ask");
+        let request = request("Wait for me?");
+        async move {
+            let client = reqwest::Client::builder()
+                .timeout(std::time::Duration::from_millis(1500))
+                .build()
+                .unwrap();
+            client
+                .post(url)
+                .bearer_auth(TOKEN)
+                .json(&request)
+                .send()
+                .await
+        }
+    };
+    // The agent stops waiting on host A: every page says the question is detached.
+    assert!(
+        impatient(a.origin()).await.is_err(),
+        "the ask waits until its client gives up"
+    );
+    let id = the_one_pending(b.origin(), "grace").await;
+    frame_about(&mut page_b, "question/detached", &id).await;
+    frame_about(&mut page_a, "question/detached", &id).await;
+
+    // Within the grace it asks the same through host B: the same question.
+    let again = tokio::spawn(impatient(b.origin()));
+    frame_about(&mut page_a, "question/attached", &id).await;
+    assert_eq!(
+        pending_ids(a.origin(), "grace").await,
+        [id.as_str()],
+        "no second card"
+    );
+    assert!(again.await.unwrap().is_err());
+    frame_about(&mut page_a, "question/detached", &id).await;
+
+    // Nobody asks again: after the grace it ends aborted on every page.
+    for page in [&mut page_a, &mut page_b] {
+        let resolved = within(
+            "the grace to end",
+            frame_about(page, "question/resolved", &id),
+        )
+        .await;
+        assert_eq!(resolved["outcome"], json!("aborted"), "{resolved}");
+    }
+    let (_, history) =
+        send(client().get(format!("{}/api/history?session=grace", a.origin()))).await;
+    assert_eq!(
+        history["records"][0]["outcome"],
+        json!("aborted"),
+        "{history}"
+    );
+    assert_eq!(
+        history["records"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
+}
