@@ -45,6 +45,11 @@ impl RoundRobin {
         }
     }
 
+    /// Its address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// `http://127.0.0.1:PORT`.
     pub fn origin(&self) -> String {
         format!("http://{}", self.addr)

@@ -436,3 +436,118 @@ async fn the_detach_grace_holds_across_hosts_a_re_ask_through_another_reattaches
         "{history}"
     );
 }
+
+#[tokio::test]
+async fn a_device_paired_through_one_host_works_on_another_and_a_revocation_reaches_it_at_once() {
+    use ask_user_tests::tls_front::{TestCert, TlsFront, phone_request};
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let remote = format!("--remote={}", front.origin());
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let start = || {
+        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (start(), start());
+
+    // The front forwards to a balancer that sends the phone to host A first.
+    let balancer = RoundRobin::start(vec![addr(&a)]).await;
+    front.forward_to(balancer.addr());
+    let (status, pairing) = send(
+        client()
+            .post(format!("{}/api/pairings", a.origin()))
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{pairing}");
+    let (id, code) = (
+        pairing["id"].as_str().unwrap(),
+        pairing["code"].as_str().unwrap(),
+    );
+    let claim = phone_request(
+        &cert,
+        &front,
+        "POST",
+        "/api/pair/claim",
+        None,
+        &json!({"code": code, "name": "Pixel"}),
+    )
+    .await;
+    assert_eq!(
+        claim.status,
+        hyper::StatusCode::ACCEPTED,
+        "{:?}",
+        claim.body
+    );
+    let approved = send(
+        client()
+            .post(format!("{}/api/pairings/{id}/approve", a.origin()))
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(approved.0, StatusCode::OK, "{approved:?}");
+    let collected = phone_request(
+        &cert,
+        &front,
+        "POST",
+        "/api/pair/collect",
+        None,
+        &json!({"code": code}),
+    )
+    .await;
+    assert_eq!(
+        collected.status,
+        hyper::StatusCode::OK,
+        "{:?}",
+        collected.body
+    );
+    let cookie = collected.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let device = collected.json()["device"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The phone reaches host B now (the balancer moved it): its cookie works there.
+    balancer.replace(0, addr(&b));
+    let mut listed = hyper::StatusCode::UNAUTHORIZED;
+    until("host B to know the device", async || {
+        listed = phone_request(
+            &cert,
+            &front,
+            "GET",
+            "/api/sessions",
+            Some(&cookie),
+            &Value::Null,
+        )
+        .await
+        .status;
+        listed == hyper::StatusCode::OK
+    })
+    .await;
+
+    // Revoked on host A: host B refuses it at once (no restart).
+    let revoked = send(client().delete(format!("{}/api/devices/{device}", a.origin()))).await;
+    assert_eq!(revoked.0, StatusCode::NO_CONTENT, "{revoked:?}");
+    until("host B to refuse the revoked device", async || {
+        phone_request(
+            &cert,
+            &front,
+            "GET",
+            "/api/sessions",
+            Some(&cookie),
+            &Value::Null,
+        )
+        .await
+        .status
+            == hyper::StatusCode::UNAUTHORIZED
+    })
+    .await;
+}

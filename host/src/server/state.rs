@@ -154,7 +154,7 @@ struct Inner {
     /// This run's id, for `POST /api/page-opener`.
     run: String,
     /// Paired devices and open pairings.
-    devices: crate::server::devices::Devices,
+    devices: Arc<crate::server::devices::Devices>,
     /// Push to paired devices, when on.
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
@@ -211,11 +211,6 @@ impl AppState {
         let (kept, held) = (restored.pending.len(), restored.held.len());
         pending.restore(restored);
         let pending = Arc::new(pending);
-        if let Some(shared) = record.shared() {
-            // Several hosts: the table follows the record (other hosts'
-            // questions, answers and detaches) from now on.
-            shared.follow(pending.clone());
-        }
         if kept + held > 0 {
             tracing::info!(
                 pending = kept,
@@ -248,7 +243,16 @@ impl AppState {
                 &restored.push_subscriptions,
             ))
         });
-        let devices = crate::server::devices::Devices::new(kept_devices, config.pairing_life);
+        let devices = Arc::new(crate::server::devices::Devices::new(
+            kept_devices,
+            config.pairing_life,
+        ));
+        if let Some(shared) = record.shared() {
+            // Several hosts: the table and the devices follow the record
+            // (other hosts' questions, answers, detaches, pairings and
+            // revocations) from now on.
+            shared.follow(pending.clone(), devices.clone());
+        }
         Self {
             inner: Arc::new(Inner {
                 guard: crate::server::security::Guard::new(&config.token),

@@ -510,9 +510,14 @@ pub trait SharedRecord: Send + Sync {
     /// to resolve here).
     fn taken(&self, id: String);
 
-    /// Starts following the record into `pending`: notifications of other
-    /// hosts' changes, and a full reconciliation after every (re)connect.
-    fn follow(&self, pending: std::sync::Arc<crate::server::pending::PendingTable>);
+    /// Starts following the record into `pending` and `devices`:
+    /// notifications of other hosts' changes, and a full reconciliation
+    /// after every (re)connect.
+    fn follow(
+        &self,
+        pending: std::sync::Arc<crate::server::pending::PendingTable>,
+        devices: std::sync::Arc<crate::server::devices::Devices>,
+    );
 
     /// Waits until the first reconciliation is done (the table shows what the
     /// record holds): before the host serves.

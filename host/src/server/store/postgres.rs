@@ -29,6 +29,7 @@ use super::{
     Asked, DeviceRecord, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Restored,
     SharedRecord, Store, StoreError, StoreLimits, Taken, Ticket, Write,
 };
+use crate::server::devices::Devices;
 use crate::server::pending::{Observed, PendingTable, RecordState};
 use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
@@ -137,6 +138,13 @@ BEGIN
 END $$;
 CREATE TRIGGER messages_created AFTER INSERT ON ask_user.messages
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_message();
+CREATE FUNCTION ask_user.notify_device() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('ask_user', 'd' || NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER devices_changed AFTER INSERT OR UPDATE OF revoked_ms ON ask_user.devices
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_device();
 "#];
 
 /// The columns a question's row is observed by (see [`observed`]).
@@ -919,7 +927,7 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
 /// Follows the record into `pending` until the runtime ends: reconciles
 /// after every (re)connect, then applies what notifications name and what
 /// the look for dead hosts finds.
-async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>) {
+async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devices>) {
     let mut first = inner
         .first_listener
         .lock()
@@ -945,7 +953,11 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>) {
                 }
             },
         };
-        if let Err(error) = reconcile(&inner, &listener.client, &pending).await {
+        let reconciled = async {
+            reconcile(&inner, &listener.client, &pending).await?;
+            follow_devices(&listener.client, &devices).await
+        };
+        if let Err(error) = reconciled.await {
             tracing::warn!(error = %crate::logged::logged(&error), "reconciling with the shared store failed; retrying");
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
@@ -965,7 +977,7 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>) {
                             Err(_) => break,
                         }
                     }
-                    if let Err(error) = apply_notifications(&inner, &listener.client, &pending, batch).await {
+                    if let Err(error) = apply_notifications(&inner, &listener.client, &pending, &devices, batch).await {
                         break error.to_string();
                     }
                 }
@@ -1002,12 +1014,14 @@ async fn apply_notifications(
     inner: &Inner,
     client: &Client,
     pending: &PendingTable,
+    devices: &Devices,
     batch: Vec<Notification>,
 ) -> Result<(), tokio_postgres::Error> {
     let own = inner.writer_pid.load(Ordering::Acquire);
     let mut ids: Vec<String> = Vec::new();
     let mut messages: Vec<i64> = Vec::new();
     let mut seen = HashSet::new();
+    let mut devices_changed = false;
     for notification in batch {
         if notification.process_id() == own || notification.channel() != CHANNEL {
             continue;
@@ -1019,7 +1033,12 @@ async fn apply_notifications(
             }
         } else if let Some(seq) = payload.strip_prefix('m').and_then(|s| s.parse().ok()) {
             messages.push(seq);
+        } else if payload.starts_with('d') {
+            devices_changed = true;
         }
+    }
+    if devices_changed {
+        follow_devices(client, devices).await?;
     }
     if !ids.is_empty() {
         observe_ids(inner, client, pending, &ids).await?;
@@ -1169,13 +1188,21 @@ async fn reap_dead_hosts(inner: &Inner, client: &Client) -> Result<(), tokio_pos
     Ok(())
 }
 
-/// Reads what start-up needs besides the open questions (which the first
-/// reconciliation reads): transcripts, devices, push subscriptions.
-async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
-    let mut restored = Restored {
-        transcripts: load_transcripts(client).await?,
-        ..Restored::default()
-    };
+/// Makes `devices` what the record pairs now (at most 64 rows: cheap to read whole).
+async fn follow_devices(client: &Client, devices: &Devices) -> Result<(), tokio_postgres::Error> {
+    let paired = load_devices(client).await?;
+    let revoked = devices.follow(paired);
+    if revoked > 0 {
+        tracing::info!(
+            revoked,
+            "devices revoked through another host are revoked here too"
+        );
+    }
+    Ok(())
+}
+
+async fn load_devices(client: &Client) -> Result<Vec<DeviceRecord>, tokio_postgres::Error> {
+    let mut paired = Vec::new();
     for row in client
         .query(
             "SELECT id, name, agent, credential_sha256, paired_ms, last_seen_ms, last_answer_ms \
@@ -1185,7 +1212,7 @@ async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
         .await?
     {
         let paired_at_ms = row.get::<_, i64>(4).max(0) as u64;
-        restored.devices.push(DeviceRecord {
+        paired.push(DeviceRecord {
             id: row.get(0),
             name: row.get(1),
             agent: row.get(2),
@@ -1197,6 +1224,17 @@ async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
             last_answer_ms: row.get::<_, Option<i64>>(6).map(|ms| ms.max(0) as u64),
         });
     }
+    Ok(paired)
+}
+
+/// Reads what start-up needs besides the open questions (which the first
+/// reconciliation reads): transcripts, devices, push subscriptions.
+async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
+    let mut restored = Restored {
+        transcripts: load_transcripts(client).await?,
+        ..Restored::default()
+    };
+    restored.devices = load_devices(client).await?;
     for row in client
         .query(
             "SELECT p.device_id, p.subscription FROM ask_user.push_subscriptions p \
@@ -1440,8 +1478,8 @@ impl SharedRecord for PostgresStore {
         let _ = self.inner.recheck.send(id);
     }
 
-    fn follow(&self, pending: Arc<PendingTable>) {
-        tokio::spawn(follow(self.inner.clone(), pending));
+    fn follow(&self, pending: Arc<PendingTable>, devices: Arc<Devices>) {
+        tokio::spawn(follow(self.inner.clone(), pending, devices));
     }
 
     fn ready(&self) -> futures_util::future::BoxFuture<'static, ()> {
