@@ -328,5 +328,8 @@ async fn main() {
     println!("  load average {} after", load_average());
     // The hosts' tasks end with the runtime; the database with `pg`.
     drop(pg);
+    let _ = std::fs::remove_dir_all(
+        std::env::temp_dir().join(format!("ask-user-bench-sqlite-{}-0", std::process::id())),
+    );
     std::process::exit(0);
 }
