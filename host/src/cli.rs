@@ -162,8 +162,21 @@ pub struct ServeArgs {
     pub data_dir: DataDirArg,
     /// Keep no record on disk: questions, answers and messages live in memory
     /// only and are gone when the host stops (the token file is still used).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "store")]
     pub ephemeral: bool,
+    /// Keep the record in PostgreSQL instead of the data directory's SQLite
+    /// file, shared by every host given the same database (hosts behind a load
+    /// balancer): `postgres://USER@HOST:PORT/DB`. Give it in ASK_USER_STORE
+    /// and the password in PGPASSWORD: a password in a URL on the command
+    /// line is readable by every local user (ps), so the flag warns. The
+    /// data directory still holds the token file and push keys.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "ASK_USER_STORE",
+        hide_env_values = true
+    )]
+    pub store: Option<String>,
     /// Delete resolved questions and messages older than this many days (at
     /// start and hourly); 0 keeps them forever.
     #[arg(long, value_name = "DAYS", default_value_t = DEFAULT_KEEP_DAYS)]
@@ -293,6 +306,25 @@ impl ServeArgs {
     }
 }
 
+/// The shared store of `--store URL` (PostgreSQL).
+#[cfg(feature = "postgres")]
+async fn open_shared(
+    url: &str,
+    limits: StoreLimits,
+) -> Result<std::sync::Arc<dyn crate::server::store::Store>, String> {
+    let config = crate::server::store::postgres::parse_url(url)?;
+    let store = crate::server::store::postgres::PostgresStore::connect(config, limits).await?;
+    Ok(std::sync::Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_shared(
+    _url: &str,
+    _limits: StoreLimits,
+) -> Result<std::sync::Arc<dyn crate::server::store::Store>, String> {
+    Err("--store: this ask-user was built without the `postgres` feature".to_owned())
+}
+
 impl ServeArgs {
     /// The data directory's host lock, held for the process's life so no
     /// second host opens the same database (`None` with `--ephemeral`, which
@@ -307,22 +339,30 @@ impl ServeArgs {
     /// The store: nothing with `--ephemeral`, else the SQLite file in the
     /// data directory (both created private when missing). Fails, naming the
     /// file, on one the host must not touch.
-    pub fn open_record(&self) -> Result<std::sync::Arc<dyn crate::server::store::Store>, String> {
+    pub async fn open_record(
+        &self,
+    ) -> Result<std::sync::Arc<dyn crate::server::store::Store>, String> {
         if self.ephemeral {
             return Ok(std::sync::Arc::new(crate::server::store::EphemeralStore));
+        }
+        if let Some(url) = &self.store {
+            return open_shared(url, self.store_limits()).await;
         }
         let dir = self.data_dir.resolve()?;
         crate::data_dir::ensure_private_dir(&dir)
             .map_err(|e| format!("--data-dir {}: {e}", dir.display()))?;
-        let limits = StoreLimits {
+        let store = crate::server::store::SqliteStore::open_with(&dir, self.store_limits())?;
+        tracing::info!(path = %crate::logged::logged(store.path().display()), "store");
+        Ok(std::sync::Arc::new(store))
+    }
+
+    fn store_limits(&self) -> StoreLimits {
+        StoreLimits {
             max_bytes: self.max_store_bytes,
             session_bytes_per_minute: self.max_session_write_bytes,
             max_restored_questions: self.max_pending,
             max_restored_bytes: self.max_pending_bytes,
-        };
-        let store = crate::server::store::SqliteStore::open_with(&dir, limits)?;
-        tracing::info!(path = %crate::logged::logged(store.path().display()), "store");
-        Ok(std::sync::Arc::new(store))
+        }
     }
 
     /// Where a person finds `token` (the one [`ServeArgs::config`] chose)

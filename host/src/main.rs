@@ -48,6 +48,24 @@ async fn main() -> ExitCode {
                 .subcommand_matches("serve")
                 .and_then(|serve| serve.value_source("token"))
                 == Some(ValueSource::CommandLine);
+            let store_on_command_line = matches
+                .subcommand_matches("serve")
+                .and_then(|serve| serve.value_source("store"))
+                == Some(ValueSource::CommandLine);
+            #[cfg(feature = "postgres")]
+            if store_on_command_line
+                && args
+                    .store
+                    .as_deref()
+                    .is_some_and(ask_user_host::server::store::postgres::has_password)
+            {
+                tracing::warn!(
+                    "--store holds a password on the command line, where every local user can read it (ps, /proc); \
+                     give the URL in ASK_USER_STORE and the password in PGPASSWORD instead"
+                );
+            }
+            #[cfg(not(feature = "postgres"))]
+            let _ = store_on_command_line;
             if token_on_command_line {
                 tracing::warn!(
                     "--token puts the token on the command line, where every local user can read it (ps, /proc); \
@@ -127,8 +145,12 @@ async fn run_serve(args: ServeArgs) -> Result<(), String> {
         // The address without the token: the file says where, not how to get in.
         lock.announce(&format!("http://{addr}/"))?;
     }
-    let record = args.open_record()?;
+    let record = args.open_record().await?;
     let state = AppState::recording(config, record);
+    if let Some(shared) = state.record().shared() {
+        // The table shows what the shared record holds before anyone asks.
+        shared.ready().await;
+    }
 
     let shutdown = state.shutdown_handle();
     tokio::spawn(async move {

@@ -82,6 +82,17 @@ impl HostProcess {
         Self::spawn_with_env(&args, None, None, env)
     }
 
+    /// Starts `ask-user serve --addr 127.0.0.1:0 <extra...>` with `env` added
+    /// (no `--dist`: the API and MCP; with `ASK_USER_STORE` in `env` it keeps
+    /// its record there instead of `--ephemeral`).
+    pub fn start_with_env_only(
+        extra: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Result<Self, HostError> {
+        let args: Vec<&std::ffi::OsStr> = extra.iter().map(std::ffi::OsStr::new).collect();
+        Self::spawn_with_env(&args, None, None, env)
+    }
+
     /// Starts `ask-user serve --addr 127.0.0.1:0 <extra...>` in the folder
     /// `cwd`, without `--dist`: the page it serves is the one built into the
     /// binary (if any).
@@ -133,8 +144,10 @@ impl HostProcess {
         }
         // Port 0: the host binds a free port and prints it, so no race with other tests.
         command.args(["serve", "--addr", "127.0.0.1:0"]);
-        // Nothing on disk unless the test gives the host a data directory.
-        if !args.iter().any(|a| *a == "--data-dir") {
+        // Nothing on disk unless the test gives the host a data directory
+        // (or a shared store).
+        let shared = env.iter().any(|(name, _)| *name == "ASK_USER_STORE");
+        if !shared && !args.iter().any(|a| *a == "--data-dir") {
             command.arg("--ephemeral");
         }
         let mut child = command

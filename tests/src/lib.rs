@@ -8,7 +8,9 @@ pub mod host_process;
 pub mod http_host;
 pub mod mcp;
 pub mod node;
+pub mod postgres;
 pub mod push_stub;
+pub mod round_robin;
 pub mod tls_front;
 pub mod wait;
 

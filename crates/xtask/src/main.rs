@@ -145,6 +145,7 @@ fn test(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     tools::ensure_brotli(ctx)?;
     let chromedriver = tools::ensure_browser(ctx)?;
     let node_modules = tools::ensure_node_test_packages(ctx)?;
+    tools::ensure_postgres(ctx)?;
     let mut report = Report::default();
 
     report.run(
@@ -446,6 +447,8 @@ fn bench(ctx: &Ctx, args: &[String]) -> Result<(), String> {
     let started = Instant::now();
     tools::ensure_brotli(ctx)?;
     let chromedriver = tools::ensure_browser(ctx)?;
+    // The shared store's bench (`host/examples/load_shared.rs`) starts a PostgreSQL.
+    tools::ensure_postgres(ctx)?;
     let mut report = Report::default();
     // Only bench targets (`--bench '*'`), so libraries and the wasm app are not
     // rebuilt as benchmarks; `release-native` is the one binary's profile

@@ -228,6 +228,37 @@ pub fn ensure_browser(ctx: &Ctx) -> Result<PathBuf, String> {
     })
 }
 
+/// Makes sure Debian's PostgreSQL server is installed: the shared-store tests
+/// (`tests/tests/shared_store.rs`) start one of their own from
+/// `/usr/lib/postgresql/<version>/bin`, and fail saying so when it is missing.
+pub fn ensure_postgres(ctx: &Ctx) -> Result<(), String> {
+    let installed = || {
+        std::fs::read_dir("/usr/lib/postgresql").is_ok_and(|versions| {
+            versions
+                .flatten()
+                .any(|version| version.path().join("bin/initdb").is_file())
+        })
+    };
+    if installed() {
+        println!("    ok  postgresql (/usr/lib/postgresql)");
+        return Ok(());
+    }
+    if !can_apt_install(ctx) {
+        return Err(
+            "the shared-store tests need PostgreSQL's server binaries: install them \
+             (Debian/Ubuntu: `sudo apt-get install postgresql`)"
+                .to_owned(),
+        );
+    }
+    println!("==> Installing Debian's postgresql with apt-get; this may take a minute");
+    apt_install(ctx, &["postgresql"])?;
+    if installed() {
+        Ok(())
+    } else {
+        Err("apt-get finished but /usr/lib/postgresql/<version>/bin/initdb is missing".to_owned())
+    }
+}
+
 /// Makes sure `brotli` is installed: the page's size is weighed with it, as
 /// the host compresses it (quality 11).
 pub fn ensure_brotli(ctx: &Ctx) -> Result<(), String> {

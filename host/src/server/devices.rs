@@ -403,6 +403,38 @@ impl Devices {
         }
     }
 
+    /// Follows a record several hosts share: adds the devices paired through
+    /// another host, and revokes the ones `paired` no longer lists (revoked
+    /// through another host: their streams end here too, their credential
+    /// stops working here at once). Returns how many were revoked.
+    pub fn follow(&self, paired: Vec<DeviceRecord>) -> usize {
+        let known: std::collections::HashSet<String> =
+            paired.iter().map(|record| record.id.clone()).collect();
+        let mut inner = self.lock();
+        for record in paired {
+            if inner.by_credential.len() < MAX_DEVICES
+                && !inner.by_credential.contains_key(&record.credential_sha256)
+            {
+                inner.by_credential.insert(
+                    record.credential_sha256.clone(),
+                    Arc::new(Device::new(record)),
+                );
+            }
+        }
+        let gone: Vec<String> = inner
+            .by_credential
+            .iter()
+            .filter(|(_, device)| !known.contains(&device.record.id))
+            .map(|(hash, _)| hash.clone())
+            .collect();
+        for hash in &gone {
+            if let Some(device) = inner.by_credential.remove(hash) {
+                device.revoked.cancel();
+            }
+        }
+        gone.len()
+    }
+
     /// Revokes device `id`: its streams end, its credential stops working.
     pub fn revoke(&self, id: &str) -> Option<Arc<Device>> {
         let mut inner = self.lock();

@@ -47,6 +47,7 @@ pub use table::{
     Attachment, Found, LetGo, PendingLimit, REMEMBERED_RESOLUTIONS, RegisterError, Resolution,
 };
 use table::{Input, Limits, Now, Output, Outputs, Reply, Table, WaiterId, question};
+pub use table::{Observed, RecordState};
 
 /// A session event as broadcast: shared, so a large request is never copied
 /// per subscriber. A `question/requested` kept by the table carries its
@@ -486,6 +487,61 @@ impl PendingTable {
             }
             other => unreachable!("a register replies registered or refused, not {other:?}"),
         }
+    }
+
+    /// A shared record decided which question this ask takes: `question`,
+    /// written for it (`new`) or an existing one handed to this host, whose
+    /// `held` resolution (if any) the call collects at once.
+    pub fn attach(
+        &self,
+        question: QuestionRequested,
+        request_json: Bytes,
+        new: bool,
+        held: Option<Resolution>,
+    ) -> Result<Registered, RegisterError> {
+        let (reply, waiter) = oneshot::channel();
+        let mut locked = self.lock();
+        locked.next_waiter += 1;
+        let id = WaiterId(locked.next_waiter);
+        locked.waiters.insert(id, reply);
+        let input = Input::Attach {
+            question,
+            request_json,
+            waiter: id,
+            new,
+            held,
+        };
+        match self.step(&mut locked, input) {
+            Reply::Registered { attachment, found } => Ok(Registered {
+                attachment,
+                waiter,
+                found,
+            }),
+            Reply::Refused(error) => {
+                locked.waiters.remove(&id);
+                Err(error)
+            }
+            other => unreachable!("an attach replies registered or refused, not {other:?}"),
+        }
+    }
+
+    /// What a shared record says of questions another host may have changed:
+    /// the table follows, in one step per question.
+    pub fn observe(&self, observed: impl IntoIterator<Item = Observed>) {
+        let mut locked = self.lock();
+        for observed in observed {
+            self.step(&mut locked, Input::Observed(observed));
+        }
+    }
+
+    /// The (session, id) of every question this table has open, pending or held.
+    pub fn open_ids(&self) -> Vec<(String, String)> {
+        self.lock().table.open_ids()
+    }
+
+    /// The ids of the questions a call on this host waits on.
+    pub fn attached_ids(&self) -> Vec<String> {
+        self.lock().table.attached_ids()
     }
 
     /// Puts back what the record still had open at start: pending questions

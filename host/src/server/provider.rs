@@ -18,7 +18,9 @@ use crate::server::pending::{
     Attachment, Found, LetGo, PendingLimit, PendingTable, RegisterError, Registered, Resolution,
     question_id,
 };
-use crate::server::store::{Asked, EphemeralStore, Store, Write, now_ms, unavailable};
+use crate::server::store::{
+    Asked, EphemeralStore, SharedRecord, Store, StoreError, Taken, Write, now_ms, unavailable,
+};
 use ask_user_core::wire::{Outcome, QuestionRequested};
 use ask_user_core::{
     AbortSignal, AskContext, AskRequest, ProviderFuture, UserInteractionError,
@@ -181,6 +183,53 @@ impl WebProvider {
     }
 }
 
+impl WebProvider {
+    /// A shared record decides which question the ask takes (a detached or
+    /// held one of the same request in the session, on any host, else a new
+    /// one it writes); the table follows that decision.
+    async fn take_shared(
+        &self,
+        shared: &dyn SharedRecord,
+        question: QuestionRequested,
+        request_json: bytes::Bytes,
+    ) -> Result<Result<Registered, RegisterError>, UserInteractionError> {
+        use sha2::Digest;
+        let sha: [u8; 32] = sha2::Sha256::digest(&request_json).into();
+        let asked = Asked::with_request_json(&question, &request_json);
+        let taken = shared
+            .take(asked, sha)
+            .await
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(
+                    "the store's writer stopped".to_owned(),
+                ))
+            })
+            .map_err(|e| unavailable(&e))?;
+        let (question, new, held) = match taken {
+            Taken::New => (question, true, None),
+            Taken::Existing { question, held } => (
+                *question,
+                false,
+                held.map(|answer| answer.map_or(Resolution::Cancelled, Resolution::Answered)),
+            ),
+        };
+        let id = question.id.clone();
+        let registered = self.pending.attach(question, request_json, new, held);
+        if registered.is_ok() {
+            shared.taken(id);
+        } else {
+            // Refused here (shutting down, caps): the record lets it go again.
+            let write = if new {
+                Write::Discard { id }
+            } else {
+                Write::Detached { id }
+            };
+            drop(self.record.submit(write));
+        }
+        Ok(registered)
+    }
+}
+
 impl UserInteractionProvider for WebProvider {
     /// Every answer comes from [`PendingTable::claim`], which normalises it
     /// against the question's request (held and restored answers were
@@ -206,31 +255,34 @@ impl UserInteractionProvider for WebProvider {
             // Made once: the table keeps it (lists and streams write from it)
             // and the record's row is written around it.
             let request_json = crate::server::pending::request_json(&question.request);
-            if keeps {
-                // Kept before anyone sees it: a restart brings it back.
-                let asked = Asked::with_request_json(&question, &request_json);
-                self.record
-                    .submit(Write::Asked(asked))
-                    .kept()
-                    .await
-                    .map_err(|e| unavailable(&e))?;
-            }
-            let registered = {
-                // Scoped, so the waiting future holds no copy of the id.
-                let fresh = keeps.then(|| question.id.clone());
-                let registered = self.pending.register_with_json(question, request_json);
-                if let Some(fresh) = fresh
-                    && !matches!(
-                        registered,
-                        Ok(Registered {
-                            found: Found::New,
-                            ..
-                        })
-                    )
-                {
-                    drop(self.record.submit(Write::Discard { id: fresh }));
+            let registered = match self.record.shared() {
+                Some(shared) => self.take_shared(shared, question, request_json).await?,
+                None => {
+                    if keeps {
+                        // Kept before anyone sees it: a restart brings it back.
+                        let asked = Asked::with_request_json(&question, &request_json);
+                        self.record
+                            .submit(Write::Asked(asked))
+                            .kept()
+                            .await
+                            .map_err(|e| unavailable(&e))?;
+                    }
+                    // Scoped, so the waiting future holds no copy of the id.
+                    let fresh = keeps.then(|| question.id.clone());
+                    let registered = self.pending.register_with_json(question, request_json);
+                    if let Some(fresh) = fresh
+                        && !matches!(
+                            registered,
+                            Ok(Registered {
+                                found: Found::New,
+                                ..
+                            })
+                        )
+                    {
+                        drop(self.record.submit(Write::Discard { id: fresh }));
+                    }
+                    registered
                 }
-                registered
             };
             let Registered {
                 attachment,

@@ -154,7 +154,7 @@ struct Inner {
     /// This run's id, for `POST /api/page-opener`.
     run: String,
     /// Paired devices and open pairings.
-    devices: crate::server::devices::Devices,
+    devices: Arc<crate::server::devices::Devices>,
     /// People and agent tokens (issue 24).
     people: crate::server::people::People,
     /// Push to paired devices, when on.
@@ -212,6 +212,7 @@ impl AppState {
         let restored = record.restored();
         let (kept, held) = (restored.pending.len(), restored.held.len());
         pending.restore(restored);
+        let pending = Arc::new(pending);
         if kept + held > 0 {
             tracing::info!(
                 pending = kept,
@@ -219,7 +220,7 @@ impl AppState {
                 "restored from the store: pending questions detached, resolutions held"
             );
         }
-        Self::with_parts(config, Arc::new(pending), record)
+        Self::with_parts(config, pending, record)
     }
 
     /// State over `pending` (which applies its own limit and detach grace),
@@ -244,8 +245,17 @@ impl AppState {
                 &restored.push_subscriptions,
             ))
         });
-        let devices = crate::server::devices::Devices::new(kept_devices, config.pairing_life);
         let people = crate::server::people::People::new(restored.people, restored.agents);
+        let devices = Arc::new(crate::server::devices::Devices::new(
+            kept_devices,
+            config.pairing_life,
+        ));
+        if let Some(shared) = record.shared() {
+            // Several hosts: the table and the devices follow the record
+            // (other hosts' questions, answers, detaches, pairings and
+            // revocations) from now on.
+            shared.follow(pending.clone(), devices.clone());
+        }
         Self {
             inner: Arc::new(Inner {
                 guard: crate::server::security::Guard::new(&config.token),

@@ -223,11 +223,77 @@ pub enum Input {
         /// The message.
         message: MessageCreated,
     },
+    /// A shared record decided which question this ask takes (`new`: the
+    /// record has just written `question`; else an existing one, detached or
+    /// held, that it handed to this host): the call waits on it as `waiter`,
+    /// or collects `held` at once. No local reattach: the record decides
+    /// across hosts.
+    Attach {
+        /// The question the record decided on.
+        question: QuestionRequested,
+        /// `serde_json::to_vec(&question.request)`.
+        request_json: Bytes,
+        /// Who waits.
+        waiter: WaiterId,
+        /// Whether the record wrote it for this ask.
+        new: bool,
+        /// The resolution the record held for it, when it had one.
+        held: Option<Resolution>,
+    },
+    /// What a shared record says of a question another host may have changed
+    /// (a notification, or the reconciliation after a reconnect): the table
+    /// follows it, journaling nothing (the record has it already).
+    Observed(Observed),
     /// The timer fired: what outlived the detach grace by now ends.
     Expire,
     /// The host shuts down: every pending question resolves `disposed`, held
     /// resolutions are dropped, new questions are refused.
     Shutdown,
+}
+
+/// A question as a shared record has it now.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    /// Its session.
+    pub session: String,
+    /// Its id.
+    pub id: String,
+    /// The question as it was asked, with its request's canonical JSON
+    /// (`serde_json::to_vec(&question.request)`); `None` when the record no
+    /// longer has it.
+    pub asked: Option<(QuestionRequested, Bytes)>,
+    /// Where it stands.
+    pub state: RecordState,
+}
+
+/// Where a question stands in a shared record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordState {
+    /// A call on this host waits on it.
+    AttachedHere,
+    /// A call on another (live) host waits on it.
+    AttachedElsewhere,
+    /// No call waits; detached this long ago (its grace counts from then).
+    Detached {
+        /// How long ago it was detached.
+        since: Duration,
+    },
+    /// It ended.
+    Resolved {
+        /// How.
+        outcome: Outcome,
+        /// The normalised answer, when answered.
+        answer: Option<AnswerBatch>,
+        /// Who answered or cancelled.
+        by: Option<AnsweredBy>,
+        /// When (Unix ms).
+        at_ms: u64,
+        /// Whether its resolution is still held for an asker that may come
+        /// back (no host has taken it).
+        held: bool,
+    },
+    /// The record has no such question (its row was discarded or pruned).
+    Gone,
 }
 
 /// What the driver must do, in this order, before it lets the lock go.
@@ -369,6 +435,9 @@ enum Waiting {
     Attached { waiter: WaiterId },
     /// No call waits; kept until `until`.
     Detached { until: Instant },
+    /// A call on another host sharing the record waits (that host delivers
+    /// its resolution; the record holds it if nobody collects it).
+    Remote,
 }
 
 #[derive(Debug)]
@@ -388,6 +457,7 @@ struct Entry {
 /// A resolution no call has collected yet.
 #[derive(Debug)]
 struct Held {
+    seq: u64,
     id: String,
     key: u64,
     bytes: usize,
@@ -541,6 +611,7 @@ impl Table {
                     Ended::Answered,
                     Some(&answer),
                     by,
+                    None,
                 ) {
                     Some(entry) => {
                         self.deliver(&mut step, &session, entry, Resolution::Answered(answer));
@@ -550,7 +621,8 @@ impl Table {
                 }
             }
             Input::Cancel { session, id, by } => {
-                match self.resolve_with(&mut step, &session, &id, Ended::Cancelled, None, by) {
+                match self.resolve_with(&mut step, &session, &id, Ended::Cancelled, None, by, None)
+                {
                     Some(entry) => {
                         self.deliver(&mut step, &session, entry, Resolution::Cancelled);
                         Reply::Done
@@ -590,6 +662,17 @@ impl Table {
                 step.broadcast(&session, SessionEvent::MessageCreated(message.clone()));
                 self.logs.push(&session, TranscriptEntry::Message(message));
                 step.push(Output::InboxChanged);
+                Reply::Done
+            }
+            Input::Attach {
+                question,
+                request_json,
+                waiter,
+                new,
+                held,
+            } => self.attach(&mut step, question, request_json, waiter, new, held),
+            Input::Observed(observed) => {
+                self.observe(&mut step, observed);
                 Reply::Done
             }
             Input::Expire => {
@@ -701,6 +784,267 @@ impl Table {
         }
     }
 
+    fn attach(
+        &mut self,
+        step: &mut Step,
+        question: QuestionRequested,
+        json: Bytes,
+        waiter: WaiterId,
+        new: bool,
+        held: Option<Resolution>,
+    ) -> Reply {
+        if self.closed {
+            return Reply::Refused(RegisterError::ShuttingDown);
+        }
+        let session = question.session.clone();
+        let session = session.as_str();
+        let id = question.id.clone();
+        let key = self.hasher.hash_one(&json);
+        let bytes = entry_bytes(&json);
+        if let Some(resolution) = held {
+            // Collected: a copy this table held goes (the record marks it
+            // delivered once the call has it).
+            let (seq, event) = match self.drop_held(session, &id) {
+                Some(held) => (held.seq, held.event),
+                None => {
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    (seq, SharedEvent::requested(question, json))
+                }
+            };
+            step.push(Output::Resolve { waiter, resolution });
+            return Reply::Registered {
+                attachment: Attachment {
+                    waiter,
+                    seq,
+                    key,
+                    bytes,
+                    event,
+                },
+                found: Found::Collected,
+            };
+        }
+        if let Some(slot) = self.sessions.get_mut(session)
+            && let Some(entry) = slot.entries.get_mut(&id)
+        {
+            let was = std::mem::replace(&mut entry.waiting, Waiting::Attached { waiter });
+            let (seq, event, bytes) = (entry.seq, entry.event.clone(), entry.bytes);
+            let entry_key = entry.key;
+            match was {
+                Waiting::Detached { until } => {
+                    slot.unindex(entry_key, seq);
+                    self.deadlines.remove(&(until, seq));
+                    step.broadcast(session, SessionEvent::QuestionAttached(QuestionRef { id }));
+                }
+                Waiting::Remote => {}
+                // The record handed this host a question one of its own calls
+                // waits on: only a stale record does; the newer call waits.
+                Waiting::Attached { waiter: before } => {
+                    step.push(Output::Dismiss { waiter: before })
+                }
+            }
+            return Reply::Registered {
+                attachment: Attachment {
+                    waiter,
+                    seq,
+                    key,
+                    bytes,
+                    event,
+                },
+                found: Found::Reattached,
+            };
+        }
+        if let Some(limit) = self.full(session, bytes) {
+            return Reply::Refused(RegisterError::TooManyPending { limit });
+        }
+        let (seq, event) = self.insert_pending(
+            question,
+            (key, json, bytes),
+            Waiting::Attached { waiter },
+            step.now,
+        );
+        step.push(Output::InboxChanged);
+        step.broadcast(session, event.clone());
+        Reply::Registered {
+            attachment: Attachment {
+                waiter,
+                seq,
+                key,
+                bytes,
+                event,
+            },
+            found: if new { Found::New } else { Found::Reattached },
+        }
+    }
+
+    /// Removes the held resolution of `id` in `session`, if this table holds it.
+    fn drop_held(&mut self, session: &str, id: &str) -> Option<Held> {
+        let slot = self.sessions.get_mut(session)?;
+        let seq = slot
+            .held
+            .iter()
+            .find(|(_, held)| held.id == id)
+            .map(|(seq, _)| *seq)?;
+        let held = slot.held.remove(&seq).expect("found above");
+        slot.unindex(held.key, seq);
+        self.deadlines.remove(&(held.until, seq));
+        self.held -= 1;
+        self.bytes -= held.bytes;
+        self.forget_if_empty(session);
+        Some(held)
+    }
+
+    fn observe(&mut self, step: &mut Step, observed: Observed) {
+        let Observed {
+            session,
+            id,
+            asked,
+            state,
+        } = observed;
+        let session = session.as_str();
+        let grace = self.limits.detach_grace;
+        if let Some(slot) = self.sessions.get_mut(session)
+            && let Some(entry) = slot.entries.get_mut(&id)
+        {
+            let (seq, entry_key) = (entry.seq, entry.key);
+            match (state, entry.waiting) {
+                (
+                    RecordState::Resolved {
+                        outcome,
+                        answer,
+                        by,
+                        at_ms,
+                        ..
+                    },
+                    waiting,
+                ) => {
+                    let ended = Ended::from_outcome(outcome);
+                    self.resolve_with(step, session, &id, ended, answer.as_ref(), by, Some(at_ms));
+                    // Other endings reached the waiting call in `resolve_with`.
+                    if let Waiting::Attached { waiter } = waiting {
+                        match (outcome, answer) {
+                            (Outcome::Answered, Some(answer)) => step.push(Output::Resolve {
+                                waiter,
+                                resolution: Resolution::Answered(answer),
+                            }),
+                            (Outcome::Cancelled, _) => step.push(Output::Resolve {
+                                waiter,
+                                resolution: Resolution::Cancelled,
+                            }),
+                            (Outcome::Answered, None) => step.push(Output::Dismiss { waiter }),
+                            (Outcome::Aborted | Outcome::Timeout | Outcome::Disposed, _) => {}
+                        }
+                    }
+                }
+                (RecordState::Gone, _) => {
+                    let now = step.now.unix_ms;
+                    self.resolve_with(step, session, &id, Ended::Aborted, None, None, Some(now));
+                }
+                (RecordState::Detached { since }, Waiting::Remote) => {
+                    let until = step.now.at + grace.saturating_sub(since);
+                    entry.waiting = Waiting::Detached { until };
+                    slot.index(entry_key, seq);
+                    self.deadlines.insert((until, seq), session.to_owned());
+                    step.broadcast(session, SessionEvent::QuestionDetached(QuestionRef { id }));
+                }
+                (RecordState::AttachedElsewhere, Waiting::Detached { until }) => {
+                    entry.waiting = Waiting::Remote;
+                    slot.unindex(entry_key, seq);
+                    self.deadlines.remove(&(until, seq));
+                    step.broadcast(session, SessionEvent::QuestionAttached(QuestionRef { id }));
+                }
+                // This host's call keeps waiting: the record came to believe
+                // this host gone (an outage) and reconciling takes it back.
+                (
+                    RecordState::AttachedHere
+                    | RecordState::AttachedElsewhere
+                    | RecordState::Detached { .. },
+                    Waiting::Attached { .. },
+                )
+                // No change.
+                | (RecordState::AttachedElsewhere, Waiting::Remote)
+                | (RecordState::Detached { .. }, Waiting::Detached { .. })
+                // A call of this host took it a moment ago, or the record
+                // lags: the table's own state stands.
+                | (RecordState::AttachedHere, Waiting::Remote | Waiting::Detached { .. }) => {}
+            }
+            return;
+        }
+        match state {
+            // A copy held here goes once another host took it, or it was
+            // delivered or given up.
+            RecordState::Resolved { held: true, .. } => {}
+            RecordState::Resolved { held: false, .. }
+            | RecordState::Gone
+            | RecordState::AttachedHere => {
+                self.drop_held(session, &id);
+            }
+            RecordState::AttachedElsewhere | RecordState::Detached { .. } => {
+                if self.drop_held(session, &id).is_some() {
+                    return;
+                }
+                let Some((question, request_json)) = asked else {
+                    return;
+                };
+                let bytes = entry_bytes(&request_json);
+                if self.closed || self.recent.contains_key(&id) {
+                    return;
+                }
+                if let Some(limit) = self.full(session, bytes) {
+                    tracing::warn!(
+                        session,
+                        id,
+                        ?limit,
+                        "a question asked through another host is not shown here: this host's \
+                         pending caps are reached"
+                    );
+                    return;
+                }
+                let key = self.hasher.hash_one(&request_json);
+                let waiting = match state {
+                    RecordState::Detached { since } => Waiting::Detached {
+                        until: step.now.at + grace.saturating_sub(since),
+                    },
+                    _ => Waiting::Remote,
+                };
+                let (seq, event) =
+                    self.insert_pending(question, (key, request_json, bytes), waiting, step.now);
+                step.push(Output::InboxChanged);
+                step.broadcast(session, event);
+                if let Waiting::Detached { until } = waiting {
+                    self.session(session).index(key, seq);
+                    self.deadlines.insert((until, seq), session.to_owned());
+                    step.broadcast(session, SessionEvent::QuestionDetached(QuestionRef { id }));
+                }
+            }
+        }
+    }
+
+    /// The ids this table has open (pending, or held), with their sessions:
+    /// what a shared record's reconciliation reads back.
+    pub fn open_ids(&self) -> Vec<(String, String)> {
+        let mut ids = Vec::with_capacity(self.pending + self.held);
+        for (name, slot) in &self.sessions {
+            ids.extend(slot.entries.keys().map(|id| (name.clone(), id.clone())));
+            ids.extend(
+                slot.held
+                    .values()
+                    .map(|held| (name.clone(), held.id.clone())),
+            );
+        }
+        ids
+    }
+
+    /// The ids of the questions a call on this host waits on.
+    pub fn attached_ids(&self) -> Vec<String> {
+        self.sessions
+            .values()
+            .flat_map(|slot| slot.entries.iter())
+            .filter(|(_, entry)| matches!(entry.waiting, Waiting::Attached { .. }))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     fn restore(&mut self, step: &mut Step, restored: Restored) {
         let Restored {
             pending,
@@ -802,6 +1146,9 @@ impl Table {
                     step.push(Output::Dismiss {
                         waiter: attachment.waiter,
                     });
+                    step.push(Output::Journal(Write::Detached {
+                        id: attachment.id().to_owned(),
+                    }));
                     step.broadcast(
                         session,
                         SessionEvent::QuestionDetached(QuestionRef {
@@ -816,6 +1163,9 @@ impl Table {
         // Resolved meanwhile: a resolution handed over under the driver's
         // lock is in the waiter now, or was never sent (aborted, timed out).
         if let Some(resolution) = unread {
+            step.push(Output::Journal(Write::Detached {
+                id: attachment.id().to_owned(),
+            }));
             let Attachment {
                 seq,
                 key,
@@ -910,10 +1260,13 @@ impl Table {
     /// the waiting call (when the question did not end by the person: a
     /// claim or a cancel delivers to it).
     fn resolve(&mut self, step: &mut Step, session: &str, id: &str, ended: Ended) -> Option<Entry> {
-        self.resolve_with(step, session, id, ended, None, None)
+        self.resolve_with(step, session, id, ended, None, None, None)
     }
 
-    /// [`Table::resolve`] with the answer the record keeps (when answered).
+    /// [`Table::resolve`] with the answer the record keeps (when answered);
+    /// `recorded`: the record ended it already, at that Unix ms (a shared
+    /// record's observation): nothing is journaled.
+    #[allow(clippy::too_many_arguments)]
     fn resolve_with(
         &mut self,
         step: &mut Step,
@@ -922,6 +1275,7 @@ impl Table {
         ended: Ended,
         answer: Option<&AnswerBatch>,
         by: Option<AnsweredBy>,
+        recorded: Option<u64>,
     ) -> Option<Entry> {
         let slot = self.sessions.get_mut(session)?;
         let entry = slot.entries.remove(id)?;
@@ -939,7 +1293,7 @@ impl Table {
             request: asked.request.clone(),
             asked_by: asked.asked_by.clone(),
             created_at_ms: asked.created_at_ms,
-            resolved_at_ms: step.now.unix_ms,
+            resolved_at_ms: recorded.unwrap_or(step.now.unix_ms),
             outcome: ended.outcome(),
             answer: answer.filter(|_| ended == Ended::Answered).cloned(),
             by: by.filter(|_| matches!(ended, Ended::Answered | Ended::Cancelled)),
@@ -978,10 +1332,10 @@ impl Table {
                 | Ended::Abandoned
                 | Ended::Expired
                 | Ended::Disposed,
-                Waiting::Detached { .. },
+                Waiting::Detached { .. } | Waiting::Remote,
             ) => {}
         }
-        if !matches!(ended, Ended::Answered | Ended::Cancelled) {
+        if recorded.is_none() && !matches!(ended, Ended::Answered | Ended::Cancelled) {
             step.push(Output::Journal(Write::Ended {
                 id: id.to_owned(),
                 outcome: ended.outcome(),
@@ -998,6 +1352,9 @@ impl Table {
             // The asker may have gone this instant: its let-go finds the
             // resolution unread in its waiter and holds it then.
             Waiting::Attached { waiter } => step.push(Output::Resolve { waiter, resolution }),
+            // The host whose call waits learns it from the record, which
+            // holds it should that call be gone.
+            Waiting::Remote => {}
             Waiting::Detached { .. } => self.hold(
                 step,
                 session,
@@ -1088,6 +1445,7 @@ impl Table {
         slot.held.insert(
             seq,
             Held {
+                seq,
                 id,
                 key,
                 bytes,
@@ -1348,5 +1706,7 @@ fn log_never_delivered(session: &str, id: &str, resolution: &Resolution) {
     }
 }
 
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,8 @@
 //! to a person or an agent is awaited first ("nothing acknowledged that was
 //! not kept"). One writer applies them in batches, one transaction each.
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod sqlite;
 
 pub use sqlite::{DATABASE_FILE, SqliteStore};
@@ -192,6 +194,14 @@ pub enum Write {
         outcome: Outcome,
         /// When (Unix ms).
         at_ms: u64,
+    },
+    /// The call waiting on the question went away without ending it: it is
+    /// detached (its grace runs), or its resolution is held for the next
+    /// identical ask. Only a shared record keeps this (another host's ask may
+    /// then take the question over); one file on one host needs nothing.
+    Detached {
+        /// The question's id.
+        id: String,
     },
     /// The answer (or cancel) reached the asker: it is no longer held.
     Delivered {
@@ -511,6 +521,63 @@ pub trait Store: Send + Sync + 'static {
     fn keeps(&self) -> bool {
         true
     }
+
+    /// The record several hosts share, when this is one (PostgreSQL): asks
+    /// go through [`SharedRecord::take`], and the pending table follows the
+    /// record's changes. `None` for a record one host owns.
+    fn shared(&self) -> Option<&dyn SharedRecord> {
+        None
+    }
+}
+
+/// What a new ask takes in a shared record: decided in the database, so two
+/// hosts never hand one question to two calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Taken {
+    /// No detached question or held resolution of the same request in the
+    /// session: the new question was written.
+    New,
+    /// The oldest such question, now this host's: pending (`held: None`), or
+    /// resolved with `held` for the call to collect (`Some(None)`: cancelled).
+    Existing {
+        /// The question as it was asked (boxed: it is most of the enum).
+        question: Box<QuestionRequested>,
+        /// Its held resolution: `Some(Some(answer))`, `Some(None)` for a
+        /// cancel, `None` while it is pending.
+        held: Option<Option<AnswerBatch>>,
+    },
+}
+
+/// A record several hosts share.
+pub trait SharedRecord: Send + Sync {
+    /// Takes, for a new ask of `asked` (whose request's canonical JSON hashes
+    /// to `request_sha256`), the oldest detached question or held resolution
+    /// of the same request in its session (one whose host is gone counts as
+    /// detached), else writes `asked`: one decision in the database.
+    fn take(
+        &self,
+        asked: Asked,
+        request_sha256: [u8; 32],
+    ) -> oneshot::Receiver<Result<Taken, StoreError>>;
+
+    /// The table has the question `id` this host took: its row is read once
+    /// more, since another host may have answered it between the take and
+    /// the table's attach (a notification read in that moment found nothing
+    /// to resolve here).
+    fn taken(&self, id: String);
+
+    /// Starts following the record into `pending` and `devices`:
+    /// notifications of other hosts' changes, and a full reconciliation
+    /// after every (re)connect.
+    fn follow(
+        &self,
+        pending: std::sync::Arc<crate::server::pending::PendingTable>,
+        devices: std::sync::Arc<crate::server::devices::Devices>,
+    );
+
+    /// Waits until the first reconciliation is done (the table shows what the
+    /// record holds): before the host serves.
+    fn ready(&self) -> futures_util::future::BoxFuture<'static, ()>;
 }
 
 /// `--ephemeral`: keeps nothing, so every write "applies" at once and the

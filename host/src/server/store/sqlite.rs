@@ -622,7 +622,7 @@ impl RestoreReport {
 
 /// Why a kept question may not come back: the rules a live ask passes
 /// (core's validation of the request, a session id, a host-minted id).
-fn restorable(row_session: &str, question: &QuestionRequested) -> Result<(), String> {
+pub(super) fn restorable(row_session: &str, question: &QuestionRequested) -> Result<(), String> {
     use ask_user_core::error::quoted;
     if !ask_user_core::SessionId::is_valid(row_session) {
         return Err(format!(
@@ -1507,6 +1507,8 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                  WHERE id = ?1 AND delivery = 0",
             )?
             .execute(params![id, outcome.as_str(), *at_ms as i64])?,
+        // One host's table alone knows who waits: nothing to keep.
+        Write::Detached { .. } => 0,
         Write::Delivered { id } => conn
             .prepare_cached(
                 "UPDATE questions SET delivery = 1 WHERE id = ?1 AND outcome IS NOT NULL AND delivery = 0",

@@ -569,9 +569,11 @@ proptest! {
                             q.state = State::Detached;
                             until.insert(i, h.clock.elapsed + GRACE);
                             want[home].push(Expected::Detached(q.id.clone()));
+                            want_journal.push(Write::Detached { id: q.id.clone() });
                         }
                         // Never lost: an unread resolution is held.
                         (State::Delivered(resolution), _) => {
+                            want_journal.push(Write::Detached { id: q.id.clone() });
                             q.state = State::Held(resolution);
                             until.insert(i, h.clock.elapsed + GRACE);
                         }

@@ -1,0 +1,1546 @@
+//! [`PostgresStore`]: the record in one PostgreSQL database that several
+//! hosts share (`ask-user serve --store postgres://…`, issue 24).
+//!
+//! What it keeps is what [`super::SqliteStore`] keeps (questions, answers,
+//! held resolutions, transcript messages, devices, push subscriptions), in the
+//! schema `ask_user`, plus who waits on each open question: `host`, the
+//! advisory-lock key of the host whose call waits (NULL while detached or
+//! held). A host is alive while it holds its advisory lock, which PostgreSQL
+//! drops with its connection: a host killed with `-9` is seen gone at once.
+//!
+//! - Writes go through one task in batches, one transaction each, as in the
+//!   SQLite store; the first answer written wins (`… WHERE outcome IS NULL`).
+//! - A new ask is one decision in the database ([`SharedRecord::take`]): the
+//!   oldest detached question or held resolution of the same request in the
+//!   session, on any host, is handed to this host (`FOR UPDATE SKIP LOCKED`),
+//!   else the new question is written.
+//! - Every change to a question that other hosts show (new, resolved, who
+//!   waits) and every new message notifies channel `ask_user`
+//!   (a trigger; the payload is `q` and the id, or `m` and the message's row,
+//!   far below PostgreSQL's 8,000 bytes). Each host listens on its own
+//!   connection, re-reads the rows and feeds them to its pending table as
+//!   [`Observed`] inputs; after every (re)connect it reconciles the whole open
+//!   record, since notifications sent while it was away are lost.
+//! - Each host looks once a second for hosts that died (their lock gone) and
+//!   detaches their questions; their grace counts from then.
+
+use super::sqlite::restorable;
+use super::{
+    Asked, DeviceRecord, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Restored,
+    SharedRecord, Store, StoreError, StoreLimits, Taken, Ticket, Write,
+};
+use crate::server::devices::Devices;
+use crate::server::pending::{Observed, PendingTable, RecordState};
+use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
+use ask_user_core::AnswerBatch;
+use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
+use ask_user_core::wire::{
+    MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry, TranscriptRecord,
+};
+use futures_util::StreamExt;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification, Row, Statement};
+
+/// The schema this build writes; a database of a newer one is refused.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// The first key of every ask-user advisory lock ("AS"); the second is a host's.
+const LOCK_SPACE: i32 = 0x4153;
+
+/// The channel hosts notify each other on.
+const CHANNEL: &str = "ask_user";
+
+/// The most writes applied in one transaction.
+const MAX_BATCH: usize = 512;
+
+/// How often a host looks for hosts that died.
+const REAP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The longest wait between two tries to reach the database again.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// The steps from an empty database to each schema version, in order; each
+/// runs in the transaction that records its version.
+const MIGRATIONS: [&str; 1] = [r#"
+CREATE TABLE ask_user.questions (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    session text NOT NULL,
+    question text NOT NULL,
+    created_ms bigint NOT NULL,
+    request_sha bytea,
+    outcome text,
+    answer text,
+    resolved_ms bigint,
+    delivery smallint NOT NULL DEFAULT 0,
+    answered_by text,
+    host integer,
+    detached_ms bigint
+);
+CREATE INDEX questions_open ON ask_user.questions (session, request_sha) WHERE delivery = 0;
+CREATE INDEX questions_hosted ON ask_user.questions (host) WHERE delivery = 0 AND host IS NOT NULL;
+CREATE INDEX questions_resolved ON ask_user.questions (resolved_ms, seq) WHERE outcome IS NOT NULL;
+CREATE INDEX questions_session ON ask_user.questions (session, resolved_ms) WHERE outcome IS NOT NULL;
+CREATE TABLE ask_user.messages (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL,
+    session text NOT NULL,
+    role text NOT NULL,
+    text text NOT NULL,
+    at_ms bigint NOT NULL,
+    written_by text
+);
+CREATE INDEX messages_session ON ask_user.messages (session, at_ms);
+CREATE TABLE ask_user.devices (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    agent text NOT NULL,
+    credential_sha256 text NOT NULL UNIQUE,
+    paired_ms bigint NOT NULL,
+    revoked_ms bigint,
+    last_seen_ms bigint,
+    last_answer_ms bigint
+);
+CREATE TABLE ask_user.push_subscriptions (
+    device_id text PRIMARY KEY REFERENCES ask_user.devices (id),
+    subscription text NOT NULL,
+    subscribed_ms bigint NOT NULL
+);
+CREATE FUNCTION ask_user.host_alive(h integer) RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 16723
+                   AND objid = h::oid AND objsubid = 2 AND granted)
+$$;
+CREATE FUNCTION ask_user.notify_question() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM pg_notify('ask_user', 'q' || OLD.id);
+    ELSE
+        PERFORM pg_notify('ask_user', 'q' || NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER questions_asked AFTER INSERT ON ask_user.questions
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_question();
+CREATE TRIGGER questions_changed AFTER UPDATE ON ask_user.questions
+    FOR EACH ROW WHEN (OLD.outcome IS DISTINCT FROM NEW.outcome OR OLD.host IS DISTINCT FROM NEW.host)
+    EXECUTE FUNCTION ask_user.notify_question();
+CREATE TRIGGER questions_discarded AFTER DELETE ON ask_user.questions
+    FOR EACH ROW WHEN (OLD.delivery = 0) EXECUTE FUNCTION ask_user.notify_question();
+CREATE FUNCTION ask_user.notify_message() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('ask_user', 'm' || NEW.seq);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER messages_created AFTER INSERT ON ask_user.messages
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_message();
+CREATE FUNCTION ask_user.notify_device() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('ask_user', 'd' || NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER devices_changed AFTER INSERT OR UPDATE OF revoked_ms ON ask_user.devices
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_device();
+"#];
+
+/// The columns a question's row is observed by (see [`observed`]).
+const OBSERVED_COLUMNS: &str = "id, session, question, outcome, answer, resolved_ms, answered_by, \
+     host, detached_ms, delivery, (host IS NOT NULL AND ask_user.host_alive(host))";
+
+enum Job {
+    Write(Write, oneshot::Sender<Result<bool, StoreError>>),
+    Take(Asked, [u8; 32], oneshot::Sender<Result<Taken, StoreError>>),
+    Flush(oneshot::Sender<Result<bool, StoreError>>),
+}
+
+/// What the writer, the follower and the history reads share.
+struct Inner {
+    config: Config,
+    /// `host:port/dbname` (never the password), for messages.
+    described: String,
+    health: Health,
+    /// This host's advisory-lock key: `questions.host` of what its calls wait on.
+    host: AtomicI32,
+    /// The writer's backend: notifications it caused are this host's own.
+    writer_pid: AtomicI32,
+    /// The follower's connection, made at start (holding the host's lock)
+    /// until [`SharedRecord::follow`] takes it.
+    first_listener: Mutex<Option<Listener>>,
+    ready: watch::Sender<bool>,
+    /// Questions this host just took, to read once more after its table
+    /// has them (see [`SharedRecord::taken`]), and their receiver until
+    /// [`SharedRecord::follow`] takes it.
+    recheck: mpsc::UnboundedSender<String>,
+    rechecks: Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    reader: tokio::sync::Mutex<Option<Client>>,
+    runtime: tokio::runtime::Handle,
+    max_open: usize,
+}
+
+/// The record in a PostgreSQL database shared by several hosts.
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+    jobs: mpsc::UnboundedSender<Job>,
+    restored: Restored,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("database", &self.inner.described)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `host:port/dbname` of `config`: what a message may name (never a password).
+fn describe(config: &Config) -> String {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(name)) => name.clone(),
+        #[cfg(unix)]
+        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config
+        .get_dbname()
+        .or(config.get_user())
+        .unwrap_or("postgres");
+    format!("postgresql {host}:{port}/{db}")
+}
+
+/// Parses `--store` / `ASK_USER_STORE`: a PostgreSQL URL or key=value string.
+/// The error never repeats the text (it may hold a password).
+pub fn parse_url(url: &str) -> Result<Config, String> {
+    let mut config: Config = url.parse().map_err(|_| {
+        "--store / ASK_USER_STORE: not a PostgreSQL connection string \
+         (postgres://USER@HOST:PORT/DB, the password in PGPASSWORD)"
+            .to_owned()
+    })?;
+    // This build speaks to PostgreSQL without TLS: a password and every
+    // answer would cross the network in the clear, so only loopback and
+    // Unix sockets are reached unless the URL says `sslmode=disable` (a
+    // private network, or a TLS tunnel ending on this machine).
+    let remote = config.get_hosts().iter().any(|host| match host {
+        tokio_postgres::config::Host::Tcp(name) => !is_loopback(name),
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(_) => false,
+    });
+    if remote && config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable {
+        return Err(
+            "--store / ASK_USER_STORE: a PostgreSQL that is not on loopback or a Unix socket; \
+             this build has no TLS to PostgreSQL, so the password and every answer would \
+             cross the network in the clear. Reach it through a TLS tunnel ending on this \
+             machine (stunnel, an SSH tunnel, a pgbouncer beside the host), or add \
+             `sslmode=disable` to the URL to accept a plaintext private network"
+                .to_owned(),
+        );
+    }
+    if config.get_password().is_none()
+        && let Ok(password) = std::env::var("PGPASSWORD")
+    {
+        config.password(password);
+    }
+    config.application_name("ask-user");
+    config.connect_timeout(Duration::from_secs(10));
+    Ok(config)
+}
+
+fn is_loopback(name: &str) -> bool {
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether `url` carries a password (on a command line, a secret every local
+/// user can read).
+pub fn has_password(url: &str) -> bool {
+    url.parse::<Config>()
+        .is_ok_and(|config| config.get_password().is_some())
+}
+
+/// A connection with its notifications.
+struct Listener {
+    client: Client,
+    notifications: mpsc::UnboundedReceiver<Notification>,
+}
+
+/// Connects, driving the connection on its own task; its notifications go to
+/// the returned receiver, which ends when the connection does.
+async fn connect(config: &Config) -> Result<Listener, tokio_postgres::Error> {
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let (tx, notifications) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(notification)) => {
+                    let _ = tx.send(notification);
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::debug!(%error, "a PostgreSQL connection ended");
+                    break;
+                }
+            }
+        }
+    });
+    Ok(Listener {
+        client,
+        notifications,
+    })
+}
+
+fn unavailable(inner: &Inner, error: impl std::fmt::Display) -> String {
+    format!("{}: {error}", inner.described)
+}
+
+impl PostgresStore {
+    /// Connects to the database of `config` ([`parse_url`]), applies the
+    /// schema's migrations (refusing a newer schema, naming both versions),
+    /// takes this host's lock and reads what the transcripts and devices need.
+    pub async fn connect(config: Config, limits: StoreLimits) -> Result<Self, String> {
+        let described = describe(&config);
+        let named = described.clone();
+        let fail = move |e: &dyn std::fmt::Display| format!("{named}: {e}");
+        let writer = connect(&config).await.map_err(|e| fail(&e))?;
+        migrate(&writer.client)
+            .await
+            .map_err(|e| format!("{described}: {e}"))?;
+        let restored = load(&writer.client).await.map_err(|e| fail(&e))?;
+        let (ready, _) = watch::channel(false);
+        let (recheck, rechecks) = mpsc::unbounded_channel();
+        let inner = Arc::new(Inner {
+            config,
+            described,
+            health: Health::default(),
+            host: AtomicI32::new(0),
+            writer_pid: AtomicI32::new(0),
+            first_listener: Mutex::new(None),
+            ready,
+            recheck,
+            rechecks: Mutex::new(Some(rechecks)),
+            reader: tokio::sync::Mutex::new(None),
+            runtime: tokio::runtime::Handle::current(),
+            max_open: limits.max_restored_questions,
+        });
+        let listener = listen(&inner).await.map_err(|e| fail(&e))?;
+        *inner
+            .first_listener
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(listener);
+        let pid = backend_pid(&writer.client).await.map_err(|e| fail(&e))?;
+        inner.writer_pid.store(pid, Ordering::Release);
+        let (jobs, queue) = mpsc::unbounded_channel();
+        tokio::spawn(write_loop(inner.clone(), Some(writer.client), queue));
+        tracing::info!(
+            database = %inner.described,
+            host = inner.host.load(Ordering::Acquire),
+            schema = SCHEMA_VERSION,
+            "store (shared)"
+        );
+        Ok(Self {
+            inner,
+            jobs,
+            restored,
+        })
+    }
+
+    /// `host:port/dbname` of the database (no password).
+    pub fn described(&self) -> &str {
+        &self.inner.described
+    }
+}
+
+async fn backend_pid(client: &Client) -> Result<i32, tokio_postgres::Error> {
+    client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .map(|row| row.get(0))
+}
+
+/// Brings the database to [`SCHEMA_VERSION`], one transaction per step, under
+/// an advisory lock (hosts starting together migrate once); refuses a newer
+/// schema.
+async fn migrate(client: &Client) -> Result<(), String> {
+    let error = |e: tokio_postgres::Error| e.to_string();
+    client.batch_execute("BEGIN").await.map_err(error)?;
+    let result = async {
+        client
+            .execute("SELECT pg_advisory_xact_lock($1, 0)", &[&LOCK_SPACE])
+            .await
+            .map_err(error)?;
+        client
+            .batch_execute(
+                "CREATE SCHEMA IF NOT EXISTS ask_user; \
+                 CREATE TABLE IF NOT EXISTS ask_user.schema_version (version integer NOT NULL)",
+            )
+            .await
+            .map_err(error)?;
+        let version: i32 = client
+            .query_one(
+                "SELECT coalesce(max(version), 0) FROM ask_user.schema_version",
+                &[],
+            )
+            .await
+            .map_err(error)?
+            .get(0);
+        if version > SCHEMA_VERSION {
+            return Err(format!(
+                "written by a newer ask-user (schema {version}, this one knows {SCHEMA_VERSION}); \
+                 the host does not touch it: upgrade this host"
+            ));
+        }
+        for (step, sql) in MIGRATIONS.iter().enumerate() {
+            let to = step as i32 + 1;
+            if to > version {
+                client.batch_execute(sql).await.map_err(error)?;
+                client
+                    .execute("INSERT INTO ask_user.schema_version VALUES ($1)", &[&to])
+                    .await
+                    .map_err(error)?;
+                tracing::info!(schema = to, "migrated the shared store");
+            }
+        }
+        Ok(())
+    }
+    .await;
+    match result {
+        Ok(()) => client.batch_execute("COMMIT").await.map_err(error),
+        Err(why) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(why)
+        }
+    }
+}
+
+/// Connects the follower: takes this host's advisory lock (the key it had,
+/// else a new one) and listens.
+async fn listen(inner: &Inner) -> Result<Listener, tokio_postgres::Error> {
+    let listener = connect(&inner.config).await?;
+    let mut key = inner.host.load(Ordering::Acquire);
+    loop {
+        if key <= 0 {
+            key = (rand::random::<u32>() >> 1).max(1) as i32;
+        }
+        let got: bool = listener
+            .client
+            .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_SPACE, &key])
+            .await?
+            .get(0);
+        if got {
+            break;
+        }
+        key = 0;
+    }
+    inner.host.store(key, Ordering::Release);
+    listener
+        .client
+        .batch_execute(&format!("LISTEN {CHANNEL}"))
+        .await?;
+    Ok(listener)
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("wire types always serialise")
+}
+
+/// The writer: one transaction per batch of queued jobs, reconnecting when
+/// the connection is gone (the batch that found it gone fails, 503).
+async fn write_loop(
+    inner: Arc<Inner>,
+    mut client: Option<Client>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+) {
+    let mut statements: HashMap<&'static str, Statement> = HashMap::new();
+    let mut batch: Vec<Job> = Vec::new();
+    while let Some(job) = queue.recv().await {
+        batch.push(job);
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if client.as_ref().is_none_or(Client::is_closed) {
+            statements.clear();
+            client = match connect(&inner.config).await {
+                Ok(listener) => {
+                    if let Ok(pid) = backend_pid(&listener.client).await {
+                        inner.writer_pid.store(pid, Ordering::Release);
+                    }
+                    Some(listener.client)
+                }
+                Err(e) => {
+                    let why = unavailable(&inner, e);
+                    inner.health.failed(&why);
+                    fail_all(std::mem::take(&mut batch), &why);
+                    continue;
+                }
+            };
+        }
+        let conn = client.as_ref().expect("connected above");
+        let mut writer = Writer {
+            client: conn,
+            statements: &mut statements,
+            me: inner.host.load(Ordering::Acquire),
+        };
+        let jobs = std::mem::take(&mut batch);
+        match writer.apply_all(&jobs).await {
+            Ok(results) => {
+                inner.health.recovered();
+                reply_all(jobs, results);
+            }
+            Err(error) if conn.is_closed() => {
+                let why = unavailable(&inner, error);
+                inner.health.failed(&why);
+                fail_all(jobs, &why);
+            }
+            Err(_) => {
+                // One write failed the batch: apply each alone, so only the
+                // failing ones fail.
+                let mut results = Vec::with_capacity(jobs.len());
+                for job in &jobs {
+                    let result = writer.apply_all(std::slice::from_ref(job)).await;
+                    results.push(match result {
+                        Ok(mut one) => one.remove(0),
+                        Err(e) => Done::Failed(unavailable(&inner, e)),
+                    });
+                }
+                match results.iter().find_map(|r| match r {
+                    Done::Failed(why) => Some(why.clone()),
+                    _ => None,
+                }) {
+                    Some(why) => inner.health.failed(&why),
+                    None => inner.health.recovered(),
+                }
+                reply_all(jobs, results);
+            }
+        }
+    }
+}
+
+/// What one job came to.
+enum Done {
+    Applied(bool),
+    Taken(Box<Taken>),
+    Failed(String),
+}
+
+fn fail_all(jobs: Vec<Job>, why: &str) {
+    let results = jobs.iter().map(|_| Done::Failed(why.to_owned())).collect();
+    reply_all(jobs, results);
+}
+
+fn reply_all(jobs: Vec<Job>, results: Vec<Done>) {
+    for (job, result) in jobs.into_iter().zip(results) {
+        match (job, result) {
+            (Job::Write(_, reply) | Job::Flush(reply), Done::Applied(changed)) => {
+                let _ = reply.send(Ok(changed));
+            }
+            (Job::Write(_, reply) | Job::Flush(reply), Done::Failed(why)) => {
+                let _ = reply.send(Err(StoreError::Unavailable(why)));
+            }
+            (Job::Take(_, _, reply), Done::Taken(taken)) => {
+                let _ = reply.send(Ok(*taken));
+            }
+            (Job::Take(_, _, reply), Done::Failed(why)) => {
+                let _ = reply.send(Err(StoreError::Unavailable(why)));
+            }
+            (Job::Write(_, reply) | Job::Flush(reply), Done::Taken(_)) => {
+                let _ = reply.send(Ok(true));
+            }
+            (Job::Take(_, _, reply), Done::Applied(_)) => {
+                let _ = reply.send(Err(StoreError::Unavailable(
+                    "the store answered a take with a write".to_owned(),
+                )));
+            }
+        }
+    }
+}
+
+struct Writer<'a> {
+    client: &'a Client,
+    statements: &'a mut HashMap<&'static str, Statement>,
+    me: i32,
+}
+
+impl Writer<'_> {
+    async fn statement(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+
+    async fn execute(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, tokio_postgres::Error> {
+        let statement = self.statement(sql).await?;
+        self.client.execute(&statement, params).await
+    }
+
+    /// Applies `jobs` in one transaction: all kept, or (an error) none.
+    async fn apply_all(&mut self, jobs: &[Job]) -> Result<Vec<Done>, tokio_postgres::Error> {
+        // One write alone is one statement, atomic by itself: no BEGIN and
+        // COMMIT round trips (most writes when the host is not busy).
+        if let [Job::Write(write, _)] = jobs
+            && !matches!(write, Write::DeviceRevoked { .. } | Write::Prune { .. })
+        {
+            return Ok(vec![Done::Applied(self.apply(write).await?)]);
+        }
+        self.execute("BEGIN", &[]).await?;
+        let mut results = Vec::with_capacity(jobs.len());
+        let applied = async {
+            for job in jobs {
+                results.push(match job {
+                    Job::Write(write, _) => Done::Applied(self.apply(write).await?),
+                    Job::Take(asked, sha, _) => Done::Taken(Box::new(self.take(asked, sha).await?)),
+                    Job::Flush(_) => Done::Applied(true),
+                });
+            }
+            self.execute("COMMIT", &[]).await
+        }
+        .await;
+        match applied {
+            Ok(_) => Ok(results),
+            Err(error) => {
+                if !self.client.is_closed() {
+                    let _ = self.client.batch_execute("ROLLBACK").await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn take(
+        &mut self,
+        asked: &Asked,
+        sha: &[u8; 32],
+    ) -> Result<Taken, tokio_postgres::Error> {
+        let sha: &[u8] = sha;
+        let statement = self
+            .statement(
+                "SELECT id, question, outcome, answer FROM ask_user.questions \
+                 WHERE session = $1 AND request_sha = $2 AND delivery = 0 \
+                 AND (outcome IS NULL OR outcome IN ('answered', 'cancelled')) \
+                 AND (host IS NULL OR NOT ask_user.host_alive(host)) \
+                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
+            )
+            .await?;
+        let found = self
+            .client
+            .query_opt(&statement, &[&asked.session, &sha])
+            .await?;
+        if let Some(row) = found {
+            let id: String = row.get(0);
+            let question: String = row.get(1);
+            let outcome: Option<String> = row.get(2);
+            let answer: Option<String> = row.get(3);
+            let parsed = serde_json::from_str::<QuestionRequested>(&question).ok();
+            let held = match outcome.as_deref().map(Outcome::from_wire) {
+                None => Some(None),
+                Some(Some(Outcome::Answered)) => answer
+                    .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok())
+                    .map(|answer| Some(Some(answer))),
+                Some(_) => Some(Some(None)),
+            };
+            // A row that no longer reads is left alone: the ask is new.
+            if let (Some(question), Some(held)) = (parsed, held) {
+                let me = self.me;
+                self.execute(
+                    "UPDATE ask_user.questions SET host = $2, detached_ms = NULL WHERE id = $1",
+                    &[&id, &me],
+                )
+                .await?;
+                let answered =
+                    outcome.as_deref().and_then(Outcome::from_wire) == Some(Outcome::Answered);
+                let held = held.map(|answer| answer.filter(|_| answered));
+                return Ok(Taken::Existing {
+                    question: Box::new(question),
+                    held,
+                });
+            }
+        }
+        let me = self.me;
+        self.execute(
+            "INSERT INTO ask_user.questions (id, session, question, created_ms, request_sha, host) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &asked.id,
+                &asked.session,
+                &asked.json,
+                &(asked.created_at_ms as i64),
+                &sha,
+                &me,
+            ],
+        )
+        .await?;
+        Ok(Taken::New)
+    }
+
+    async fn apply(&mut self, write: &Write) -> Result<bool, tokio_postgres::Error> {
+        let me = self.me;
+        let changed = match write {
+            Write::Asked(asked) => {
+                self.execute(
+                    "INSERT INTO ask_user.questions (id, session, question, created_ms, host) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                    &[
+                        &asked.id,
+                        &asked.session,
+                        &asked.json,
+                        &(asked.created_at_ms as i64),
+                        &me,
+                    ],
+                )
+                .await?
+            }
+            Write::Discard { id } => {
+                self.execute(
+                    "DELETE FROM ask_user.questions WHERE id = $1 AND outcome IS NULL",
+                    &[id],
+                )
+                .await?
+            }
+            Write::Answered {
+                id,
+                answer,
+                at_ms,
+                by,
+            } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET outcome = 'answered', answer = $2, \
+                     resolved_ms = $3, answered_by = $4 WHERE id = $1 AND outcome IS NULL",
+                    &[id, &to_json(answer), &(*at_ms as i64), &by.as_ref().map(to_json)],
+                )
+                .await?
+            }
+            Write::Cancelled { id, at_ms, by } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET outcome = 'cancelled', resolved_ms = $2, \
+                     answered_by = $3 WHERE id = $1 AND outcome IS NULL",
+                    &[id, &(*at_ms as i64), &by.as_ref().map(to_json)],
+                )
+                .await?
+            }
+            // Only what this host's calls wait on, or what nobody waits on:
+            // a host shutting down disposes its own waits, never another
+            // host's or a detached question (another host may be asked again).
+            Write::Ended { id, outcome, at_ms } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET outcome = $2, answer = NULL, resolved_ms = $3, \
+                     delivery = 1, host = NULL, detached_ms = NULL \
+                     WHERE id = $1 AND outcome IS NULL AND (host = $4 OR ($2 <> 'disposed' \
+                     AND (host IS NULL OR NOT ask_user.host_alive(host))))",
+                    &[id, &outcome.as_str(), &(*at_ms as i64), &me],
+                )
+                .await?
+            }
+            Write::Detached { id } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET host = NULL, detached_ms = CASE WHEN outcome \
+                     IS NULL THEN $2 ELSE detached_ms END WHERE id = $1 AND host = $3 AND delivery = 0",
+                    &[id, &(super::now_ms() as i64), &me],
+                )
+                .await?
+            }
+            Write::Delivered { id } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET delivery = 1 \
+                     WHERE id = $1 AND outcome IS NOT NULL AND delivery = 0",
+                    &[id],
+                )
+                .await?
+            }
+            Write::NeverDelivered { id } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET delivery = 2 WHERE id = $1 AND outcome IS NOT NULL \
+                     AND delivery = 0 AND (host IS NULL OR host = $2 OR NOT ask_user.host_alive(host))",
+                    &[id, &me],
+                )
+                .await?
+            }
+            Write::Message {
+                session,
+                message,
+                at_ms,
+            } => {
+                let role = to_json(&message.role);
+                self.execute(
+                    "INSERT INTO ask_user.messages (id, session, role, text, at_ms, written_by) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &message.id,
+                        session,
+                        &role.trim_matches('"'),
+                        &message.text,
+                        &(*at_ms as i64),
+                        &message.by.as_ref().map(to_json),
+                    ],
+                )
+                .await?
+            }
+            Write::DevicePaired(device) => {
+                self.execute(
+                    "INSERT INTO ask_user.devices (id, name, agent, credential_sha256, paired_ms, \
+                     last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+                    &[
+                        &device.id,
+                        &device.name,
+                        &device.agent,
+                        &device.credential_sha256,
+                        &(device.paired_at_ms as i64),
+                        &(device.last_seen_ms as i64),
+                    ],
+                )
+                .await?
+            }
+            Write::DeviceSeen { id, at_ms } => {
+                self.execute(
+                    "UPDATE ask_user.devices SET last_seen_ms = $2 \
+                     WHERE id = $1 AND coalesce(last_seen_ms, 0) < $2",
+                    &[id, &(*at_ms as i64)],
+                )
+                .await?
+            }
+            Write::DeviceAnswered { id, at_ms } => {
+                self.execute(
+                    "UPDATE ask_user.devices SET last_answer_ms = $2, \
+                     last_seen_ms = greatest(coalesce(last_seen_ms, 0), $2) \
+                     WHERE id = $1 AND coalesce(last_answer_ms, 0) < $2",
+                    &[id, &(*at_ms as i64)],
+                )
+                .await?
+            }
+            Write::DeviceRevoked { id, at_ms } => {
+                self.execute(
+                    "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
+                    &[id],
+                )
+                .await?;
+                self.execute(
+                    "UPDATE ask_user.devices SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL",
+                    &[id, &(*at_ms as i64)],
+                )
+                .await?
+            }
+            Write::PushSubscribed {
+                device,
+                subscription,
+                at_ms,
+            } => {
+                self.execute(
+                    "INSERT INTO ask_user.push_subscriptions (device_id, subscription, subscribed_ms) \
+                     SELECT $1, $2, $3 WHERE EXISTS \
+                     (SELECT 1 FROM ask_user.devices WHERE id = $1 AND revoked_ms IS NULL) \
+                     ON CONFLICT (device_id) DO UPDATE SET subscription = $2, subscribed_ms = $3",
+                    &[device, subscription, &(*at_ms as i64)],
+                )
+                .await?
+            }
+            Write::PushUnsubscribed { device } => {
+                self.execute(
+                    "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
+                    &[device],
+                )
+                .await?
+            }
+            Write::Prune { before_ms } => {
+                let before = *before_ms as i64;
+                self.execute(
+                    "DELETE FROM ask_user.questions WHERE outcome IS NOT NULL AND delivery <> 0 \
+                     AND resolved_ms < $1",
+                    &[&before],
+                )
+                .await?
+                    + self
+                        .execute("DELETE FROM ask_user.messages WHERE at_ms < $1", &[&before])
+                        .await?
+            }
+            // Refused by `submit` before they reach the writer.
+            Write::PersonAdded(_)
+            | Write::PersonRemoved { .. }
+            | Write::AgentAdded(_)
+            | Write::AgentRemoved { .. } => 0,
+        };
+        Ok(changed > 0)
+    }
+}
+
+/// What a question's row (selected with [`OBSERVED_COLUMNS`]) says, for a
+/// host whose lock key is `me`; `None` for a row that no longer reads.
+fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
+    let id: String = row.get(0);
+    let session: String = row.get(1);
+    let question: String = row.get(2);
+    let outcome: Option<String> = row.get(3);
+    let answer: Option<String> = row.get(4);
+    let resolved_ms: Option<i64> = row.get(5);
+    let by: Option<String> = row.get(6);
+    let host: Option<i32> = row.get(7);
+    let detached_ms: Option<i64> = row.get(8);
+    let delivery: i16 = row.get(9);
+    let alive: bool = row.get(10);
+    let asked = match serde_json::from_str::<QuestionRequested>(&question) {
+        Ok(question) if question.id == id && restorable(&session, &question).is_ok() => {
+            let json = crate::server::pending::request_json(&question.request);
+            Some((question, json))
+        }
+        _ => {
+            tracing::warn!(id = %crate::logged::logged(&id), "a shared question no longer reads; left out");
+            return None;
+        }
+    };
+    let state = match outcome.as_deref() {
+        None => match host {
+            Some(host) if host == me => RecordState::AttachedHere,
+            Some(_) if alive => RecordState::AttachedElsewhere,
+            Some(_) => RecordState::Detached {
+                since: Duration::ZERO,
+            },
+            None => RecordState::Detached {
+                since: Duration::from_millis(
+                    now_ms.saturating_sub(detached_ms.unwrap_or(0).max(0) as u64),
+                ),
+            },
+        },
+        Some(name) => RecordState::Resolved {
+            outcome: Outcome::from_wire(name)?,
+            answer: answer
+                .filter(|_| Outcome::from_wire(name) == Some(Outcome::Answered))
+                .and_then(|a| serde_json::from_str(&a).ok()),
+            by: by.and_then(|by| serde_json::from_str(&by).ok()),
+            at_ms: resolved_ms.unwrap_or(0).max(0) as u64,
+            held: delivery == 0 && (host.is_none() || !alive),
+        },
+    };
+    Some(Observed {
+        session,
+        id,
+        asked,
+        state,
+    })
+}
+
+/// Follows the record into `pending` until the runtime ends: reconciles
+/// after every (re)connect, then applies what notifications name and what
+/// the look for dead hosts finds.
+async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devices>) {
+    let mut first = inner
+        .first_listener
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let mut rechecks = inner
+        .rechecks
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .expect("followed once");
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let mut listener = match first.take() {
+            Some(listener) => listener,
+            None => match listen(&inner).await {
+                Ok(listener) => listener,
+                Err(error) => {
+                    tracing::debug!(%error, "cannot reach the shared store yet");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    continue;
+                }
+            },
+        };
+        let reconciled = async {
+            reconcile(&inner, &listener.client, &pending).await?;
+            follow_devices(&listener.client, &devices).await
+        };
+        if let Err(error) = reconciled.await {
+            tracing::warn!(error = %crate::logged::logged(&error), "reconciling with the shared store failed; retrying");
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+            continue;
+        }
+        backoff = Duration::from_millis(100);
+        inner.ready.send_replace(true);
+        let mut reap = tokio::time::interval(REAP_INTERVAL);
+        let ended = loop {
+            tokio::select! {
+                notification = listener.notifications.recv() => {
+                    let Some(notification) = notification else { break "the connection closed".to_owned() };
+                    let mut batch = vec![notification];
+                    while batch.len() < MAX_BATCH {
+                        match listener.notifications.try_recv() {
+                            Ok(more) => batch.push(more),
+                            Err(_) => break,
+                        }
+                    }
+                    if let Err(error) = apply_notifications(&inner, &listener.client, &pending, &devices, batch).await {
+                        break error.to_string();
+                    }
+                }
+                Some(id) = rechecks.recv() => {
+                    let mut ids = vec![id];
+                    while ids.len() < MAX_BATCH {
+                        match rechecks.try_recv() {
+                            Ok(more) => ids.push(more),
+                            Err(_) => break,
+                        }
+                    }
+                    if let Err(error) = observe_ids(&inner, &listener.client, &pending, &ids).await {
+                        break error.to_string();
+                    }
+                }
+                _ = reap.tick() => {
+                    if let Err(error) = reap_dead_hosts(&inner, &listener.client).await {
+                        break error.to_string();
+                    }
+                }
+            }
+        };
+        tracing::warn!(
+            database = %inner.described,
+            why = %crate::logged::logged(&ended),
+            "lost the shared store's notifications; reconnecting, then reconciling"
+        );
+    }
+}
+
+/// Reads the questions and messages `batch` names (skipping what this host's
+/// writer caused: the table has it already) into `pending`.
+async fn apply_notifications(
+    inner: &Inner,
+    client: &Client,
+    pending: &PendingTable,
+    devices: &Devices,
+    batch: Vec<Notification>,
+) -> Result<(), tokio_postgres::Error> {
+    let own = inner.writer_pid.load(Ordering::Acquire);
+    let mut ids: Vec<String> = Vec::new();
+    let mut messages: Vec<i64> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut devices_changed = false;
+    for notification in batch {
+        if notification.process_id() == own || notification.channel() != CHANNEL {
+            continue;
+        }
+        let payload = notification.payload();
+        if let Some(id) = payload.strip_prefix('q') {
+            if seen.insert(id.to_owned()) {
+                ids.push(id.to_owned());
+            }
+        } else if let Some(seq) = payload.strip_prefix('m').and_then(|s| s.parse().ok()) {
+            messages.push(seq);
+        } else if payload.starts_with('d') {
+            devices_changed = true;
+        }
+    }
+    if devices_changed {
+        follow_devices(client, devices).await?;
+    }
+    if !ids.is_empty() {
+        observe_ids(inner, client, pending, &ids).await?;
+    }
+    if !messages.is_empty() {
+        let rows = client
+            .query(
+                "SELECT session, id, role, text, at_ms, written_by FROM ask_user.messages \
+                 WHERE seq = ANY($1) ORDER BY seq",
+                &[&messages],
+            )
+            .await?;
+        for row in rows {
+            let session: String = row.get(0);
+            let role = match row.get::<_, &str>(2) {
+                "user" => Role::User,
+                _ => Role::Agent,
+            };
+            let message = MessageCreated {
+                id: row.get(1),
+                role,
+                text: row.get(3),
+                at_ms: row.get::<_, i64>(4).max(0) as u64,
+                by: row
+                    .get::<_, Option<String>>(5)
+                    .and_then(|by| serde_json::from_str(&by).ok()),
+            };
+            if ask_user_core::SessionId::is_valid(&session) {
+                pending.post_message_as(&session, message);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the rows of `ids` into `pending`; an id with no row is gone.
+async fn observe_ids(
+    inner: &Inner,
+    client: &Client,
+    pending: &PendingTable,
+    ids: &[String],
+) -> Result<(), tokio_postgres::Error> {
+    let rows = client
+        .query(
+            &format!("SELECT {OBSERVED_COLUMNS} FROM ask_user.questions WHERE id = ANY($1)"),
+            &[&ids],
+        )
+        .await?;
+    let me = inner.host.load(Ordering::Acquire);
+    let now = super::now_ms();
+    let mut found = HashSet::new();
+    let mut observed_rows = Vec::with_capacity(rows.len());
+    for row in &rows {
+        found.insert(row.get::<_, String>(0));
+        observed_rows.extend(observed(row, me, now));
+    }
+    let open: HashMap<String, String> = pending
+        .open_ids()
+        .into_iter()
+        .map(|(session, id)| (id, session))
+        .collect();
+    for id in ids.iter().filter(|id| !found.contains(*id)) {
+        if let Some(session) = open.get(id) {
+            observed_rows.push(Observed {
+                session: session.clone(),
+                id: id.clone(),
+                asked: None,
+                state: RecordState::Gone,
+            });
+        }
+    }
+    pending.observe(observed_rows);
+    Ok(())
+}
+
+/// After a (re)connect: takes back what this host's calls still wait on
+/// (other hosts may have detached it meanwhile), then reads every open
+/// question and every one this table has open into it.
+async fn reconcile(
+    inner: &Inner,
+    client: &Client,
+    pending: &PendingTable,
+) -> Result<(), tokio_postgres::Error> {
+    let me = inner.host.load(Ordering::Acquire);
+    let attached = pending.attached_ids();
+    if !attached.is_empty() {
+        client
+            .execute(
+                "UPDATE ask_user.questions SET host = $2, detached_ms = NULL \
+                 WHERE id = ANY($1) AND outcome IS NULL \
+                 AND (host IS NULL OR host = $2 OR NOT ask_user.host_alive(host))",
+                &[&attached, &me],
+            )
+            .await?;
+    }
+    let limit = i64::try_from(inner.max_open).unwrap_or(i64::MAX);
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {OBSERVED_COLUMNS} FROM ask_user.questions WHERE delivery = 0 \
+                 ORDER BY seq LIMIT $1"
+            ),
+            &[&limit],
+        )
+        .await?;
+    let now = super::now_ms();
+    let mut open: HashSet<String> = HashSet::new();
+    let mut observed_rows = Vec::with_capacity(rows.len());
+    for row in &rows {
+        open.insert(row.get::<_, String>(0));
+        observed_rows.extend(observed(row, me, now));
+    }
+    pending.observe(observed_rows);
+    let known: Vec<String> = pending
+        .open_ids()
+        .into_iter()
+        .map(|(_, id)| id)
+        .filter(|id| !open.contains(id))
+        .collect();
+    if !known.is_empty() {
+        observe_ids(inner, client, pending, &known).await?;
+    }
+    Ok(())
+}
+
+/// Detaches what dead hosts' calls waited on (and frees what they held), so
+/// an identical ask through any host takes it.
+async fn reap_dead_hosts(inner: &Inner, client: &Client) -> Result<(), tokio_postgres::Error> {
+    let me = inner.host.load(Ordering::Acquire);
+    let now = super::now_ms() as i64;
+    let reaped = client
+        .execute(
+            "UPDATE ask_user.questions SET host = NULL, \
+             detached_ms = CASE WHEN outcome IS NULL THEN $2 ELSE detached_ms END \
+             WHERE delivery = 0 AND host IN (SELECT h FROM (SELECT DISTINCT host AS h \
+             FROM ask_user.questions WHERE delivery = 0 AND host IS NOT NULL AND host <> $1) hosts \
+             WHERE NOT ask_user.host_alive(h))",
+            &[&me, &now],
+        )
+        .await?;
+    if reaped > 0 {
+        tracing::info!(
+            questions = reaped,
+            "a host sharing the store is gone: its questions are detached (any host may take them)"
+        );
+    }
+    Ok(())
+}
+
+/// Makes `devices` what the record pairs now (at most 64 rows: cheap to read whole).
+async fn follow_devices(client: &Client, devices: &Devices) -> Result<(), tokio_postgres::Error> {
+    let paired = load_devices(client).await?;
+    let revoked = devices.follow(paired);
+    if revoked > 0 {
+        tracing::info!(
+            revoked,
+            "devices revoked through another host are revoked here too"
+        );
+    }
+    Ok(())
+}
+
+async fn load_devices(client: &Client) -> Result<Vec<DeviceRecord>, tokio_postgres::Error> {
+    let mut paired = Vec::new();
+    for row in client
+        .query(
+            "SELECT id, name, agent, credential_sha256, paired_ms, last_seen_ms, last_answer_ms \
+             FROM ask_user.devices WHERE revoked_ms IS NULL ORDER BY paired_ms",
+            &[],
+        )
+        .await?
+    {
+        let paired_at_ms = row.get::<_, i64>(4).max(0) as u64;
+        paired.push(DeviceRecord {
+            id: row.get(0),
+            name: row.get(1),
+            agent: row.get(2),
+            credential_sha256: row.get(3),
+            paired_at_ms,
+            last_seen_ms: row
+                .get::<_, Option<i64>>(5)
+                .map_or(paired_at_ms, |ms| ms.max(0) as u64),
+            last_answer_ms: row.get::<_, Option<i64>>(6).map(|ms| ms.max(0) as u64),
+            // People are refused on this store (see `submit`), so every
+            // device here was paired by the owner.
+            person: None,
+        });
+    }
+    Ok(paired)
+}
+
+/// Reads what start-up needs besides the open questions (which the first
+/// reconciliation reads): transcripts, devices, push subscriptions.
+async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
+    let mut restored = Restored {
+        transcripts: load_transcripts(client).await?,
+        ..Restored::default()
+    };
+    restored.devices = load_devices(client).await?;
+    for row in client
+        .query(
+            "SELECT p.device_id, p.subscription FROM ask_user.push_subscriptions p \
+             JOIN ask_user.devices d ON d.id = p.device_id WHERE d.revoked_ms IS NULL",
+            &[],
+        )
+        .await?
+    {
+        restored.push_subscriptions.push((row.get(0), row.get(1)));
+    }
+    Ok(restored)
+}
+
+/// Each recently active session's most recent entries, oldest first, within
+/// the same bounds as the SQLite store's (see its `load_transcripts`).
+async fn load_transcripts(
+    client: &Client,
+) -> Result<Vec<(String, TranscriptEntry)>, tokio_postgres::Error> {
+    let sessions: Vec<String> = client
+        .query(
+            "SELECT session FROM (
+                SELECT session, max(resolved_ms) AS at FROM ask_user.questions
+                WHERE outcome IS NOT NULL AND resolved_ms IS NOT NULL GROUP BY session
+                UNION ALL
+                SELECT session, max(at_ms) FROM ask_user.messages GROUP BY session
+            ) s WHERE session ~ '^[A-Za-z0-9_-]{1,64}$'
+            GROUP BY session ORDER BY max(at) DESC LIMIT $1",
+            &[&(MAX_LOGGED_SESSIONS as i64)],
+        )
+        .await?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let statement = client
+        .prepare(
+            "WITH recent AS (
+                SELECT kind, seq, at,
+                       sum(size) OVER (ORDER BY at DESC, kind DESC, seq DESC) AS running,
+                       row_number() OVER (ORDER BY at DESC, kind DESC, seq DESC) AS n
+                FROM (
+                    SELECT 0 AS kind, seq, at_ms AS at, octet_length(text) + 128 AS size
+                    FROM ask_user.messages WHERE session = $1
+                    UNION ALL
+                    SELECT 1, seq, resolved_ms,
+                           octet_length(question) + coalesce(octet_length(answer), 0) + 128
+                    FROM ask_user.questions
+                    WHERE session = $1 AND outcome IS NOT NULL AND resolved_ms IS NOT NULL
+                    ORDER BY at DESC, kind DESC, seq DESC LIMIT $2
+                ) entries
+            )
+            SELECT recent.kind, coalesce(m.id, q.id), m.role, m.text, q.question, q.outcome,
+                   q.answer, recent.at, running::bigint, q.answered_by, m.written_by
+            FROM recent
+            LEFT JOIN ask_user.messages AS m ON recent.kind = 0 AND m.seq = recent.seq
+            LEFT JOIN ask_user.questions AS q ON recent.kind = 1 AND q.seq = recent.seq
+            WHERE n = 1 OR running <= $3
+            ORDER BY recent.at, recent.kind, recent.seq",
+        )
+        .await?;
+    let mut entries = Vec::new();
+    let mut left = super::sqlite::MAX_RESTORED_TRANSCRIPT_BYTES as i64;
+    for session in sessions {
+        let budget = left.min(MAX_TRANSCRIPT_BYTES as i64);
+        if budget <= 0 {
+            break;
+        }
+        let rows = client
+            .query(
+                &statement,
+                &[&session, &(MAX_TRANSCRIPT_ENTRIES as i64), &budget],
+            )
+            .await?;
+        let mut most = 0;
+        for row in rows {
+            most = most.max(row.get::<_, i64>(8));
+            if let Some(entry) = transcript_entry(&row) {
+                entries.push((session.clone(), entry));
+            }
+        }
+        left -= most;
+    }
+    Ok(entries)
+}
+
+fn transcript_entry(row: &Row) -> Option<TranscriptEntry> {
+    let kind: i32 = row.get(0);
+    let id: String = row.get(1);
+    let at_ms = row.get::<_, i64>(7).max(0) as u64;
+    if kind == 0 {
+        let role = match row.get::<_, Option<&str>>(2)? {
+            "user" => Role::User,
+            "agent" => Role::Agent,
+            _ => return None,
+        };
+        return Some(TranscriptEntry::Message(MessageCreated {
+            id,
+            role,
+            text: row.get::<_, Option<String>>(3)?,
+            at_ms,
+            by: row
+                .get::<_, Option<String>>(10)
+                .and_then(|by| serde_json::from_str(&by).ok()),
+        }));
+    }
+    let question =
+        serde_json::from_str::<QuestionRequested>(&row.get::<_, Option<String>>(4)?).ok()?;
+    let outcome = Outcome::from_wire(row.get::<_, Option<&str>>(5)?)?;
+    question.request.validate().ok()?;
+    let answer = row
+        .get::<_, Option<String>>(6)
+        .filter(|_| outcome == Outcome::Answered)
+        .and_then(|a| serde_json::from_str::<AnswerBatch>(&a).ok());
+    Some(TranscriptEntry::Record(TranscriptRecord {
+        id,
+        request: question.request,
+        asked_by: question.asked_by,
+        created_at_ms: question.created_at_ms,
+        resolved_at_ms: at_ms,
+        outcome,
+        answer,
+        by: row
+            .get::<_, Option<String>>(9)
+            .and_then(|by| serde_json::from_str(&by).ok()),
+    }))
+}
+
+impl Inner {
+    /// A page of history, newest first (the reader connection, made on first use).
+    async fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, String> {
+        let mut reader = self.reader.lock().await;
+        if reader.as_ref().is_none_or(Client::is_closed) {
+            *reader = Some(
+                connect(&self.config)
+                    .await
+                    .map_err(|e| unavailable(self, e))?
+                    .client,
+            );
+        }
+        let client = reader.as_ref().expect("connected above");
+        let limit = query.page_size();
+        let rows = client
+            .query(
+                "SELECT seq, question, outcome, answer, resolved_ms, answered_by \
+                 FROM ask_user.questions \
+                 WHERE outcome IS NOT NULL AND ($1::text IS NULL OR session = $1) \
+                 AND ($2::bigint IS NULL OR resolved_ms < $2) \
+                 AND ($3::bigint IS NULL OR resolved_ms >= $3) \
+                 AND ($4::bigint IS NULL OR resolved_ms < $4 OR (resolved_ms = $4 AND seq < $5)) \
+                 ORDER BY resolved_ms DESC, seq DESC LIMIT $6",
+                &[
+                    &query.session,
+                    &query.before.map(|ms| ms as i64),
+                    &query.since.map(|ms| ms as i64),
+                    &query.cursor.map(|c| c.resolved_ms),
+                    &query.cursor.map(|c| c.row),
+                    &((limit + 1) as i64),
+                ],
+            )
+            .await
+            .map_err(|e| unavailable(self, e))?;
+        let more = rows.len() > limit;
+        let mut records = Vec::with_capacity(rows.len().min(limit));
+        let mut last = None;
+        for row in rows.iter().take(limit) {
+            let resolved: i64 = row.get::<_, Option<i64>>(4).unwrap_or(0);
+            last = Some(HistoryCursor {
+                resolved_ms: resolved,
+                row: row.get(0),
+            });
+            let question = serde_json::from_str::<QuestionRequested>(row.get(1));
+            let outcome = Outcome::from_wire(row.get(2));
+            if let (Ok(question), Some(outcome)) = (question, outcome) {
+                records.push(HistoryRecord {
+                    question,
+                    outcome,
+                    answer: row
+                        .get::<_, Option<&str>>(3)
+                        .and_then(|a| serde_json::from_str(a).ok()),
+                    resolved_at_ms: resolved.max(0) as u64,
+                    by: row
+                        .get::<_, Option<&str>>(5)
+                        .and_then(|by| serde_json::from_str(by).ok()),
+                });
+            }
+        }
+        Ok(HistoryPage {
+            records,
+            next_cursor: last.filter(|_| more),
+        })
+    }
+}
+
+impl Store for PostgresStore {
+    fn submit(&self, write: Write) -> Ticket {
+        if let Write::PersonAdded(_)
+        | Write::PersonRemoved { .. }
+        | Write::AgentAdded(_)
+        | Write::AgentRemoved { .. } = write
+        {
+            // Refused, not acknowledged: a person kept by one host alone would
+            // be unknown to the others (docs/store.md).
+            return Ticket::settled(Err(StoreError::Unavailable(
+                "people and agent tokens are not kept in the shared PostgreSQL store yet; \
+                 use the SQLite store (one host) for people"
+                    .to_owned(),
+            )));
+        }
+        let (reply, ticket) = oneshot::channel();
+        // A send fails only once the writer is gone; the ticket then says so.
+        let _ = self.jobs.send(Job::Write(write, reply));
+        Ticket(ticket)
+    }
+
+    fn restored(&self) -> Restored {
+        self.restored.clone()
+    }
+
+    fn history(&self, query: &HistoryQuery) -> Result<HistoryPage, StoreError> {
+        let inner = self.inner.clone();
+        let query = query.clone();
+        self.inner
+            .runtime
+            .block_on(async move { inner.history(&query).await })
+            .map_err(StoreError::Unavailable)
+    }
+
+    fn trouble(&self) -> Option<String> {
+        self.inner.health.trouble()
+    }
+
+    fn flush(&self) -> Ticket {
+        let (reply, ticket) = oneshot::channel();
+        let _ = self.jobs.send(Job::Flush(reply));
+        Ticket(ticket)
+    }
+
+    fn shared(&self) -> Option<&dyn SharedRecord> {
+        Some(self)
+    }
+}
+
+impl SharedRecord for PostgresStore {
+    fn take(
+        &self,
+        asked: Asked,
+        request_sha256: [u8; 32],
+    ) -> oneshot::Receiver<Result<Taken, StoreError>> {
+        let (reply, taken) = oneshot::channel();
+        let _ = self.jobs.send(Job::Take(asked, request_sha256, reply));
+        taken
+    }
+
+    fn taken(&self, id: String) {
+        let _ = self.inner.recheck.send(id);
+    }
+
+    fn follow(&self, pending: Arc<PendingTable>, devices: Arc<Devices>) {
+        tokio::spawn(follow(self.inner.clone(), pending, devices));
+    }
+
+    fn ready(&self) -> futures_util::future::BoxFuture<'static, ()> {
+        let mut ready = self.inner.ready.subscribe();
+        Box::pin(async move {
+            let _ = ready.wait_for(|ready| *ready).await;
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_url_is_refused_without_repeating_it_and_a_remote_one_needs_tls_said_off() {
+        let bad = parse_url("postgres://me:hunter2@[::1:5432/x").unwrap_err();
+        assert!(!bad.contains("hunter2"), "{bad}");
+        let remote = parse_url("postgres://me@db.example:5432/x").unwrap_err();
+        assert!(remote.contains("no TLS to PostgreSQL"), "{remote}");
+        assert!(parse_url("postgres://me@db.example:5432/x?sslmode=disable").is_ok());
+        for local in [
+            "postgres://me@127.0.0.1:5432/x",
+            "postgres://me@localhost/x",
+            "postgres://me@[::1]:5432/x",
+            "host=/run/postgresql user=me",
+        ] {
+            assert!(parse_url(local).is_ok(), "{local}");
+        }
+        assert!(has_password("postgres://me:hunter2@localhost/x"));
+        assert!(!has_password("postgres://me@localhost/x"));
+    }
+
+    #[test]
+    fn the_database_names_its_host_port_and_database_never_its_password() {
+        let config = parse_url("postgres://me:hunter2@127.0.0.1:6543/team").unwrap();
+        assert_eq!(describe(&config), "postgresql 127.0.0.1:6543/team");
+    }
+}

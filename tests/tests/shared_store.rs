@@ -1,0 +1,589 @@
+//! Several `ask-user serve` hosts sharing one PostgreSQL (issue 24), against
+//! a real PostgreSQL the harness starts (`ask_user_tests::postgres`) and real
+//! host processes, some behind a round-robin proxy: a question asked through
+//! one host is answered on another, the first answer decided in the database
+//! wins, a host killed mid-wait loses nothing, a database restart loses
+//! nothing acknowledged, a newer schema is refused.
+
+use ask_user_core::wire::SessionEvent;
+use ask_user_tests::host_process::HostProcess;
+use ask_user_tests::http_host::EventStream;
+use ask_user_tests::postgres::PostgresServer;
+use ask_user_tests::round_robin::RoundRobin;
+use ask_user_tests::wait::{until, within};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::ffi::OsStr;
+use std::net::SocketAddr;
+
+/// The token every host shares (a load balancer sends a person's requests to any).
+const TOKEN: &str = "shared-store-test-token-0123456789";
+
+fn postgres() -> PostgresServer {
+    PostgresServer::start().unwrap_or_else(|why| panic!("{why}"))
+}
+
+fn start_host(pg: &PostgresServer) -> HostProcess {
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    HostProcess::start_with_env_only(&[], &env).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn addr(host: &HostProcess) -> SocketAddr {
+    host.origin()
+        .strip_prefix("http://")
+        .and_then(|a| a.parse().ok())
+        .expect("the host's origin is http://IP:PORT")
+}
+
+/// A client that opens a new connection per request, so a round-robin proxy
+/// sends each to the next host.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("a client")
+}
+
+fn request(question: &str) -> Value {
+    json!({"questions": [{"id": "db", "question": question,
+        "options": [{"label": "Postgres"}, {"label": "SQLite"}]}]})
+}
+
+fn choice(label: &str) -> Value {
+    json!({"answers": [{"id": "db", "selected": [label]}]})
+}
+
+async fn send(builder: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    send_maybe(builder)
+        .await
+        .expect("the request reaches a host")
+}
+
+/// The response, or why none came (the host died).
+async fn send_maybe(builder: reqwest::RequestBuilder) -> Result<(StatusCode, Value), String> {
+    let response = within("a response", builder.bearer_auth(TOKEN).send())
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response.json().await.unwrap_or(Value::Null);
+    Ok((status, body))
+}
+
+/// Asks `request` through `origin` in `session`, waiting in the background.
+fn ask(
+    origin: &str,
+    session: &str,
+    request: &Value,
+) -> tokio::task::JoinHandle<(StatusCode, Value)> {
+    let asked = ask_maybe(origin, session, request);
+    tokio::spawn(async move { asked.await.expect("ran").expect("the host answers the ask") })
+}
+
+/// [`ask`], when the host may die meanwhile.
+fn ask_maybe(
+    origin: &str,
+    session: &str,
+    request: &Value,
+) -> tokio::task::JoinHandle<Result<(StatusCode, Value), String>> {
+    let url = format!("{origin}/api/sessions/{session}/ask");
+    let request = request.clone();
+    tokio::spawn(async move { send_maybe(client().post(url).json(&request)).await })
+}
+
+async fn pending_ids(origin: &str, session: &str) -> Vec<String> {
+    let (status, body) =
+        send(client().get(format!("{origin}/api/sessions/{session}/questions"))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["pending"]
+        .as_array()
+        .expect("a pending list")
+        .iter()
+        .map(|q| q["id"].as_str().expect("an id").to_owned())
+        .collect()
+}
+
+async fn answer(origin: &str, session: &str, id: &str, answer: &Value) -> (StatusCode, Value) {
+    let url = format!("{origin}/api/sessions/{session}/questions/{id}/answer");
+    send(client().post(url).json(answer)).await
+}
+
+async fn events(origin: &str, session: &str) -> EventStream {
+    let response = within(
+        "the event stream to open",
+        client()
+            .get(format!("{origin}/api/sessions/{session}/events"))
+            .bearer_auth(TOKEN)
+            .send(),
+    )
+    .await
+    .expect("an event stream");
+    assert_eq!(response.status(), StatusCode::OK);
+    EventStream::new(response)
+}
+
+/// Waits until `origin` lists exactly one pending question in `session`, and returns it.
+async fn the_one_pending(origin: &str, session: &str) -> String {
+    let mut ids = Vec::new();
+    until("the question to show on the host", async || {
+        ids = pending_ids(origin, session).await;
+        ids.len() == 1
+    })
+    .await;
+    ids.remove(0)
+}
+
+#[tokio::test]
+async fn behind_a_round_robin_proxy_a_question_asked_through_one_host_is_answered_on_another() {
+    let pg = postgres();
+    let hosts: Vec<HostProcess> = (0..3).map(|_| start_host(&pg)).collect();
+    let proxy = RoundRobin::start(hosts.iter().map(addr).collect()).await;
+    let origin = proxy.origin();
+
+    // Connection 0 (host 0) asks; the next ones land on hosts 1, 2, 0, …
+    let asked = ask(&origin, "team", &request("Which store?"));
+    let id = the_one_pending(hosts[1].origin(), "team").await;
+    for host in &hosts {
+        assert_eq!(
+            pending_ids(host.origin(), "team").await,
+            [id.as_str()],
+            "every host shows it"
+        );
+    }
+    // Through the proxy, the answer lands on whichever host comes next.
+    let answered = answer(&origin, "team", &id, &choice("SQLite")).await;
+    assert_eq!(answered.0, StatusCode::OK, "{answered:?}");
+    let (status, batch) = within("the agent's answer", asked)
+        .await
+        .expect("the ask ran");
+    assert_eq!(status, StatusCode::OK, "{batch}");
+    assert_eq!(
+        batch,
+        choice("SQLite"),
+        "the agent on host 0 gets the answer given elsewhere"
+    );
+    for host in &hosts {
+        until("every host to drop the answered question", async || {
+            pending_ids(host.origin(), "team").await.is_empty()
+        })
+        .await;
+    }
+    // The record is one: every host's history has it once.
+    let (_, history) =
+        send(client().get(format!("{}/api/history?session=team", hosts[2].origin()))).await;
+    let records = history["records"].as_array().expect("records");
+    assert_eq!(records.len(), 1, "{history}");
+    assert_eq!(records[0]["question"]["id"], json!(id));
+    assert_eq!(records[0]["answer"], choice("SQLite"));
+}
+
+#[tokio::test]
+async fn concurrent_answers_on_two_hosts_one_wins_and_both_pages_see_the_same_resolution() {
+    let pg = postgres();
+    let (a, b) = (start_host(&pg), start_host(&pg));
+    for round in 0..5 {
+        let session = format!("race-{round}");
+        let mut page_a = events(a.origin(), &session).await;
+        let mut page_b = events(b.origin(), &session).await;
+        let asked = ask(a.origin(), &session, &request("Which store?"));
+        let id = the_one_pending(b.origin(), &session).await;
+        let (postgres, sqlite) = (choice("Postgres"), choice("SQLite"));
+        let (on_a, on_b) = tokio::join!(
+            answer(a.origin(), &session, &id, &postgres),
+            answer(b.origin(), &session, &id, &sqlite),
+        );
+        let wins = [&on_a, &on_b]
+            .iter()
+            .filter(|r| r.0 == StatusCode::OK)
+            .count();
+        assert_eq!(wins, 1, "exactly one answer wins: {on_a:?} {on_b:?}");
+        let loser = if on_a.0 == StatusCode::OK {
+            &on_b
+        } else {
+            &on_a
+        };
+        assert_eq!(loser.0, StatusCode::CONFLICT, "{loser:?}");
+        assert_eq!(loser.1["error"]["code"], json!("NOT_PENDING"), "{loser:?}");
+        let winner = if on_a.0 == StatusCode::OK {
+            "Postgres"
+        } else {
+            "SQLite"
+        };
+        let (_, batch) = within("the agent's answer", asked)
+            .await
+            .expect("the ask ran");
+        assert_eq!(batch, choice(winner), "the agent gets the winning answer");
+        for page in [&mut page_a, &mut page_b] {
+            let resolved = loop {
+                if let SessionEvent::QuestionResolved(resolved) = page.next().await.session_event()
+                {
+                    break resolved;
+                }
+            };
+            assert_eq!(resolved.id, id);
+            let record = resolved.record.expect("a record");
+            assert_eq!(
+                serde_json::to_value(&record.answer).unwrap(),
+                choice(winner),
+                "both pages show the answer that won"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_host_killed_mid_wait_loses_nothing_and_the_re_ask_through_another_host_gets_the_answer()
+{
+    let pg = postgres();
+    let mut a = start_host(&pg);
+    let b = start_host(&pg);
+    let asked = ask_maybe(a.origin(), "crash", &request("Ship it?"));
+    let id = the_one_pending(b.origin(), "crash").await;
+    a.kill();
+    let died = within("the ask through the killed host to fail", asked)
+        .await
+        .expect("the ask ran");
+    assert!(died.is_err(), "the killed host answered nothing: {died:?}");
+
+    // The agent asks the same again, through the other host: the same question.
+    let again = ask(b.origin(), "crash", &request("Ship it?"));
+    until("the re-ask to attach to the first question", async || {
+        let (_, body) =
+            send(client().get(format!("{}/api/sessions/crash/questions", b.origin()))).await;
+        body["pending"].as_array().is_some_and(|p| p.len() == 1)
+    })
+    .await;
+    assert_eq!(
+        pending_ids(b.origin(), "crash").await,
+        [id.as_str()],
+        "no second card"
+    );
+    let answered = answer(b.origin(), "crash", &id, &choice("Postgres")).await;
+    assert_eq!(answered.0, StatusCode::OK, "{answered:?}");
+    let (status, batch) = within("the re-ask's answer", again)
+        .await
+        .expect("the ask ran");
+    assert_eq!((status, batch), (StatusCode::OK, choice("Postgres")));
+}
+
+#[tokio::test]
+async fn a_database_restart_mid_run_loses_nothing_acknowledged_and_the_hosts_reconcile() {
+    let pg = postgres();
+    let (a, b) = (start_host(&pg), start_host(&pg));
+    // Acknowledged before the restart: one answered, one waiting.
+    let first = ask(a.origin(), "outage", &request("Before?"));
+    let done = the_one_pending(b.origin(), "outage").await;
+    assert_eq!(
+        answer(b.origin(), "outage", &done, &choice("SQLite"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        within("the first answer", first).await.unwrap().1,
+        choice("SQLite")
+    );
+    let waiting = ask(a.origin(), "outage", &request("Across the outage?"));
+    let id = the_one_pending(b.origin(), "outage").await;
+
+    pg.stop().unwrap_or_else(|why| panic!("{why}"));
+    pg.resume().unwrap_or_else(|why| panic!("{why}"));
+
+    // Host B's first write after the restart may find its connection gone
+    // (503); it reconnects and the answer is kept then.
+    let mut answered = (StatusCode::SERVICE_UNAVAILABLE, Value::Null);
+    until("host B to write again", async || {
+        answered = answer(b.origin(), "outage", &id, &choice("Postgres")).await;
+        answered.0 != StatusCode::SERVICE_UNAVAILABLE
+    })
+    .await;
+    assert_eq!(answered.0, StatusCode::OK, "{answered:?}");
+    let (status, batch) = within("the answer across the outage", waiting)
+        .await
+        .expect("ran");
+    assert_eq!(
+        (status, batch),
+        (StatusCode::OK, choice("Postgres")),
+        "host A reconciled"
+    );
+    let (_, history) =
+        send(client().get(format!("{}/api/history?session=outage", a.origin()))).await;
+    let ids: Vec<&str> = history["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| r["question"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [id.as_str(), done.as_str()],
+        "both answers are kept, newest first"
+    );
+}
+
+#[tokio::test]
+async fn a_database_of_a_newer_schema_is_refused_naming_both_versions() {
+    let pg = postgres();
+    pg.psql(
+        "CREATE SCHEMA ask_user; CREATE TABLE ask_user.schema_version (version integer NOT NULL); \
+         INSERT INTO ask_user.schema_version VALUES (99)",
+    )
+    .unwrap_or_else(|why| panic!("{why}"));
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let refused = match HostProcess::start_with_env_only(&[], &env) {
+        Ok(_) => panic!("a host started on a database of schema 99"),
+        Err(error) => error.to_string(),
+    };
+    assert!(
+        refused.contains("schema 99, this one knows 1"),
+        "the refusal names both versions: {refused}"
+    );
+    assert!(
+        !refused.contains(pg.password()),
+        "no password in the message: {refused}"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM pg_tables WHERE schemaname = 'ask_user'")
+            .unwrap(),
+        "1",
+        "nothing was created in it"
+    );
+}
+
+/// The next frame of `page` named `event` about question `id` (others are skipped).
+async fn frame_about(page: &mut EventStream, event: &str, id: &str) -> Value {
+    loop {
+        let frame = page.next().await;
+        let json = frame.json();
+        if frame.event == event && json["id"] == json!(id) {
+            return json;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_detach_grace_holds_across_hosts_a_re_ask_through_another_reattaches_and_the_end_reaches_every_page()
+ {
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let start = || {
+        HostProcess::start_with_env_only(&["--detach-grace", "4"], &env)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (start(), start());
+    let mut page_a = events(a.origin(), "grace").await;
+    let mut page_b = events(b.origin(), "grace").await;
+    let impatient = |origin: &str| {
+        let url = format!("{origin}/api/sessions/grace/ask");
+        let request = request("Wait for me?");
+        async move {
+            let client = reqwest::Client::builder()
+                .timeout(std::time::Duration::from_millis(1500))
+                .build()
+                .unwrap();
+            client
+                .post(url)
+                .bearer_auth(TOKEN)
+                .json(&request)
+                .send()
+                .await
+        }
+    };
+    // The agent stops waiting on host A: every page says the question is detached.
+    assert!(
+        impatient(a.origin()).await.is_err(),
+        "the ask waits until its client gives up"
+    );
+    let id = the_one_pending(b.origin(), "grace").await;
+    frame_about(&mut page_b, "question/detached", &id).await;
+    frame_about(&mut page_a, "question/detached", &id).await;
+
+    // Within the grace it asks the same through host B: the same question.
+    let again = tokio::spawn(impatient(b.origin()));
+    frame_about(&mut page_a, "question/attached", &id).await;
+    assert_eq!(
+        pending_ids(a.origin(), "grace").await,
+        [id.as_str()],
+        "no second card"
+    );
+    assert!(again.await.unwrap().is_err());
+    frame_about(&mut page_a, "question/detached", &id).await;
+
+    // Nobody asks again: after the grace it ends aborted on every page.
+    for page in [&mut page_a, &mut page_b] {
+        let resolved = within(
+            "the grace to end",
+            frame_about(page, "question/resolved", &id),
+        )
+        .await;
+        assert_eq!(resolved["outcome"], json!("aborted"), "{resolved}");
+    }
+    let (_, history) =
+        send(client().get(format!("{}/api/history?session=grace", a.origin()))).await;
+    assert_eq!(
+        history["records"][0]["outcome"],
+        json!("aborted"),
+        "{history}"
+    );
+    assert_eq!(
+        history["records"].as_array().map(Vec::len),
+        Some(1),
+        "{history}"
+    );
+}
+
+#[tokio::test]
+async fn a_device_paired_through_one_host_works_on_another_and_a_revocation_reaches_it_at_once() {
+    use ask_user_tests::tls_front::{TestCert, TlsFront, phone_request};
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let remote = format!("--remote={}", front.origin());
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let start = || {
+        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (start(), start());
+
+    // The front forwards to a balancer that sends the phone to host A first.
+    let balancer = RoundRobin::start(vec![addr(&a)]).await;
+    front.forward_to(balancer.addr());
+    let (status, pairing) = send(
+        client()
+            .post(format!("{}/api/pairings", a.origin()))
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{pairing}");
+    let (id, code) = (
+        pairing["id"].as_str().unwrap(),
+        pairing["code"].as_str().unwrap(),
+    );
+    let claim = phone_request(
+        &cert,
+        &front,
+        "POST",
+        "/api/pair/claim",
+        None,
+        &json!({"code": code, "name": "Pixel"}),
+    )
+    .await;
+    assert_eq!(
+        claim.status,
+        hyper::StatusCode::ACCEPTED,
+        "{:?}",
+        claim.body
+    );
+    let approved = send(
+        client()
+            .post(format!("{}/api/pairings/{id}/approve", a.origin()))
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(approved.0, StatusCode::OK, "{approved:?}");
+    let collected = phone_request(
+        &cert,
+        &front,
+        "POST",
+        "/api/pair/collect",
+        None,
+        &json!({"code": code}),
+    )
+    .await;
+    assert_eq!(
+        collected.status,
+        hyper::StatusCode::OK,
+        "{:?}",
+        collected.body
+    );
+    let cookie = collected.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let device = collected.json()["device"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The phone reaches host B now (the balancer moved it): its cookie works there.
+    balancer.replace(0, addr(&b));
+    let mut listed = hyper::StatusCode::UNAUTHORIZED;
+    until("host B to know the device", async || {
+        listed = phone_request(
+            &cert,
+            &front,
+            "GET",
+            "/api/sessions",
+            Some(&cookie),
+            &Value::Null,
+        )
+        .await
+        .status;
+        listed == hyper::StatusCode::OK
+    })
+    .await;
+
+    // Revoked on host A: host B refuses it at once (no restart).
+    let revoked = send(client().delete(format!("{}/api/devices/{device}", a.origin()))).await;
+    assert_eq!(revoked.0, StatusCode::NO_CONTENT, "{revoked:?}");
+    until("host B to refuse the revoked device", async || {
+        phone_request(
+            &cert,
+            &front,
+            "GET",
+            "/api/sessions",
+            Some(&cookie),
+            &Value::Null,
+        )
+        .await
+        .status
+            == hyper::StatusCode::UNAUTHORIZED
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn people_and_agent_tokens_are_refused_on_the_shared_store_and_nothing_is_kept() {
+    let pg = postgres();
+    let host = start_host(&pg);
+    let people = format!("{}/api/people", host.origin());
+    let (status, body) = send(
+        client()
+            .post(&people)
+            .bearer_auth(TOKEN)
+            .json(&json!({"name": "ana", "roles": ["ops"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not kept in the shared PostgreSQL store")),
+        "{body}"
+    );
+    let (status, body) = send(
+        client()
+            .post(format!("{}/api/agents", host.origin()))
+            .bearer_auth(TOKEN)
+            .json(&json!({"name": "ci"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    let (status, listed) = send(client().get(&people).bearer_auth(TOKEN)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        listed,
+        json!({"people": []}),
+        "nothing acknowledged, nothing kept"
+    );
+}
