@@ -306,16 +306,20 @@ pub fn content_type(path: &str) -> &'static str {
 }
 
 /// [`Caching::Immutable`] for content-hashed names: a file name whose stem
-/// ends in `-` and 16 hex digits, optionally followed by `_bg` (Trunk's
-/// `app-0123456789abcdef.js` and `app-0123456789abcdef_bg.wasm`).
+/// ends in `-` and 12 to 16 lowercase hex digits, optionally followed by
+/// `_bg` (Trunk's `app-0123456789abcdef.js` and `app-0123456789abcdef_bg.wasm`).
+/// Trunk writes its 64-bit hash with `{:x}`, without leading zeros, so one
+/// name in 16 has 15 digits; fewer than 12 happens once in 65,536 builds and
+/// only costs that build's files a revalidation.
 pub fn caching(path: &str) -> Caching {
     let name = path.rsplit('/').next().unwrap_or(path);
     let stem = name.split('.').next().unwrap_or(name);
     let stem = stem.strip_suffix("_bg").unwrap_or(stem);
-    let hashed = stem.len() > 17 && {
-        let (head, hash) = stem.split_at(stem.len() - 16);
-        head.ends_with('-') && hash.bytes().all(|b| b.is_ascii_hexdigit())
-    };
+    let hashed = stem.rsplit_once('-').is_some_and(|(head, hash)| {
+        !head.is_empty()
+            && (12..=16).contains(&hash.len())
+            && hash.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    });
     if hashed {
         Caching::Immutable
     } else {
@@ -371,6 +375,10 @@ mod tests {
             "ask-user-web-8fb42b5e84fbc36f.js",
             "ask-user-web-8fb42b5e84fbc36f_bg.wasm",
             "composer-3fbdf4a7581392f6.css",
+            // A hash with a leading zero, as Trunk writes it (15 digits).
+            "ask-user-web-32db55663b7032a.js",
+            "ask-user-web-32db55663b7032a_bg.wasm",
+            "style-56ac215f7ea3.css",
         ] {
             assert_eq!(caching(path), Caching::Immutable, "{path}");
         }
@@ -379,8 +387,11 @@ mod tests {
             "embed/ask_user_embed.js",
             "embed/ask_user_embed_bg.wasm",
             "embed/example.html",
-            "style-56ac215f7ea36ab.css",
+            "app/icon-192.png",
+            "style-56ac215f7ea.css",
             "style-56ac215f7ea36abz.css",
+            "style-56AC215F7EA36AB3.css",
+            "style-156ac215f7ea36ab3.css",
             "-56ac215f7ea36ab3.css",
         ] {
             assert_eq!(caching(path), Caching::Revalidate, "{path}");
