@@ -65,17 +65,24 @@ impl Setup {
     /// stub's `/push/NAME`: (device id, cookie, subscription).
     async fn subscribed(&self, name: &str) -> (String, String, TestSubscription) {
         let (id, cookie) = self.paired(name).await;
+        let subscription = self.subscribe(name, &cookie).await;
+        (id, cookie, subscription)
+    }
+
+    /// The device with `cookie` subscribes with a fresh test subscription at
+    /// the stub's `/push/NAME`.
+    async fn subscribe(&self, name: &str, cookie: &str) -> TestSubscription {
         let subscription = TestSubscription::new(self.stub.endpoint(name));
         let put = self
             .device(
                 "PUT",
                 "/api/push/subscription",
-                Some(&cookie),
+                Some(cookie),
                 &subscription.to_json(),
             )
             .await;
         assert_eq!(put.status, StatusCode::NO_CONTENT, "{:?}", put.body);
-        (id, cookie, subscription)
+        subscription
     }
 
     fn ask(
@@ -218,16 +225,7 @@ async fn person_subscribed(setup: &Setup, name: &str, roles: &[&str]) {
         &format!("{name}-phone"),
     )
     .await;
-    let subscription = TestSubscription::new(setup.stub.endpoint(name));
-    let put = setup
-        .device(
-            "PUT",
-            "/api/push/subscription",
-            Some(&cookie),
-            &subscription.to_json(),
-        )
-        .await;
-    assert_eq!(put.status, StatusCode::NO_CONTENT, "{:?}", put.body);
+    setup.subscribe(name, &cookie).await;
 }
 
 #[tokio::test]
