@@ -760,7 +760,22 @@ impl Table {
                 found: Found::Reattached,
             };
         }
-        if let Some(limit) = self.full(session, bytes) {
+        self.register_new(step, question, (key, json, bytes), waiter, Found::New)
+    }
+
+    /// Puts `question` in the table for `waiter` within the caps (refused
+    /// naming the limit otherwise), then shows it: `found` says how the ask
+    /// found it.
+    fn register_new(
+        &mut self,
+        step: &mut Step,
+        question: QuestionRequested,
+        (key, json, bytes): (u64, Bytes, usize),
+        waiter: WaiterId,
+        found: Found,
+    ) -> Reply {
+        let session = question.session.clone();
+        if let Some(limit) = self.full(&session, bytes) {
             return Reply::Refused(RegisterError::TooManyPending { limit });
         }
         let (seq, event) = self.insert_pending(
@@ -771,7 +786,7 @@ impl Table {
         );
         step.push(Output::InboxChanged);
         // Only now, with the entry in place, may anyone see the question.
-        step.broadcast(session, event.clone());
+        step.broadcast(&session, event.clone());
         Reply::Registered {
             attachment: Attachment {
                 waiter,
@@ -780,7 +795,7 @@ impl Table {
                 bytes,
                 event,
             },
-            found: Found::New,
+            found,
         }
     }
 
@@ -854,27 +869,8 @@ impl Table {
                 found: Found::Reattached,
             };
         }
-        if let Some(limit) = self.full(session, bytes) {
-            return Reply::Refused(RegisterError::TooManyPending { limit });
-        }
-        let (seq, event) = self.insert_pending(
-            question,
-            (key, json, bytes),
-            Waiting::Attached { waiter },
-            step.now,
-        );
-        step.push(Output::InboxChanged);
-        step.broadcast(session, event.clone());
-        Reply::Registered {
-            attachment: Attachment {
-                waiter,
-                seq,
-                key,
-                bytes,
-                event,
-            },
-            found: if new { Found::New } else { Found::Reattached },
-        }
+        let found = if new { Found::New } else { Found::Reattached };
+        self.register_new(step, question, (key, json, bytes), waiter, found)
     }
 
     /// Removes the held resolution of `id` in `session`, if this table holds it.
