@@ -465,28 +465,11 @@ impl PendingTable {
         question: QuestionRequested,
         request_json: Bytes,
     ) -> Result<Registered, RegisterError> {
-        let (reply, waiter) = oneshot::channel();
-        let mut locked = self.lock();
-        locked.next_waiter += 1;
-        let id = WaiterId(locked.next_waiter);
-        locked.waiters.insert(id, reply);
-        let input = Input::Register {
+        self.register_waiter(|waiter| Input::Register {
             question,
             request_json,
-            waiter: id,
-        };
-        match self.step(&mut locked, input) {
-            Reply::Registered { attachment, found } => Ok(Registered {
-                attachment,
-                waiter,
-                found,
-            }),
-            Reply::Refused(error) => {
-                locked.waiters.remove(&id);
-                Err(error)
-            }
-            other => unreachable!("a register replies registered or refused, not {other:?}"),
-        }
+            waiter,
+        })
     }
 
     /// A shared record decided which question this ask takes: `question`,
@@ -499,19 +482,28 @@ impl PendingTable {
         new: bool,
         held: Option<Resolution>,
     ) -> Result<Registered, RegisterError> {
+        self.register_waiter(|waiter| Input::Attach {
+            question,
+            request_json,
+            waiter,
+            new,
+            held,
+        })
+    }
+
+    /// Applies the register or attach `input` made for a new waiter, under
+    /// one lock: the waiter's channel is in place before the step (its
+    /// outputs may resolve it at once) and gone again if the step refuses.
+    fn register_waiter(
+        &self,
+        input: impl FnOnce(WaiterId) -> Input,
+    ) -> Result<Registered, RegisterError> {
         let (reply, waiter) = oneshot::channel();
         let mut locked = self.lock();
         locked.next_waiter += 1;
         let id = WaiterId(locked.next_waiter);
         locked.waiters.insert(id, reply);
-        let input = Input::Attach {
-            question,
-            request_json,
-            waiter: id,
-            new,
-            held,
-        };
-        match self.step(&mut locked, input) {
+        match self.step(&mut locked, input(id)) {
             Reply::Registered { attachment, found } => Ok(Registered {
                 attachment,
                 waiter,
@@ -521,7 +513,9 @@ impl PendingTable {
                 locked.waiters.remove(&id);
                 Err(error)
             }
-            other => unreachable!("an attach replies registered or refused, not {other:?}"),
+            other => {
+                unreachable!("a register or attach replies registered or refused, not {other:?}")
+            }
         }
     }
 
