@@ -338,7 +338,7 @@ async fn a_database_of_a_newer_schema_is_refused_naming_both_versions() {
         Err(error) => error.to_string(),
     };
     assert!(
-        refused.contains("schema 99, this one knows 1"),
+        refused.contains("schema 99, this one knows 2"),
         "the refusal names both versions: {refused}"
     );
     assert!(
@@ -552,38 +552,443 @@ async fn a_device_paired_through_one_host_works_on_another_and_a_revocation_reac
     .await;
 }
 
-#[tokio::test]
-async fn people_and_agent_tokens_are_refused_on_the_shared_store_and_nothing_is_kept() {
-    let pg = postgres();
-    let host = start_host(&pg);
-    let people = format!("{}/api/people", host.origin());
-    let (status, body) = send(
-        client()
-            .post(&people)
-            .bearer_auth(TOKEN)
-            .json(&json!({"name": "ana", "roles": ["ops"]})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+// --- people, agent tokens, audiences and escalation across hosts ----------
+
+/// `ask-user ARGS… --url` against `host` with the shared token: its stdout.
+fn cli(host: &HostProcess, args: &[&str]) -> String {
+    let output = std::process::Command::new(ask_user_tests::host_process::host_binary())
+        .args(args)
+        .args(["--url", host.origin()])
+        .env("ASK_USER_TOKEN", TOKEN)
+        .env_remove("ASK_USER_DATA_DIR")
+        .output()
+        .expect("run ask-user");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
-        body["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("not kept in the shared PostgreSQL store")),
-        "{body}"
+        output.status.success(),
+        "ask-user {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
     );
+    stdout
+}
+
+/// The credential `ask-user people add` or `agents add` printed (once).
+fn credential_in(printed: &str, prefix: &str) -> String {
+    printed
+        .split_whitespace()
+        .find(|word| word.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} credential in {printed:?}"))
+        .to_owned()
+}
+
+/// `builder` sent with `credential` (a person's or an agent's) as the Bearer.
+async fn send_as(credential: &str, builder: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let response = within("a response", builder.bearer_auth(credential).send())
+        .await
+        .expect("the request reaches a host");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// Waits until `origin` knows `credential` (added through another host: its
+/// notification is on its way) and returns what a request with it gets
+/// (200 for a person, 403 for an agent token, which may only ask).
+async fn known_on(origin: &str, credential: &str) -> StatusCode {
+    let mut status = StatusCode::UNAUTHORIZED;
+    until("the host to know the credential", async || {
+        status = send_as(credential, client().get(format!("{origin}/api/sessions")))
+            .await
+            .0;
+        status != StatusCode::UNAUTHORIZED
+    })
+    .await;
+    status
+}
+
+fn for_audience(audience: Value) -> Value {
+    let mut asked = request("Which store?");
+    asked["audience"] = audience;
+    asked
+}
+
+async fn pending_ids_as(origin: &str, session: &str, credential: &str) -> Vec<String> {
+    let url = format!("{origin}/api/sessions/{session}/questions");
+    let (status, body) = send_as(credential, client().get(url)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["pending"]
+        .as_array()
+        .expect("a pending list")
+        .iter()
+        .map(|q| q["id"].as_str().expect("an id").to_owned())
+        .collect()
+}
+
+async fn answer_as(origin: &str, session: &str, id: &str, credential: &str) -> (StatusCode, Value) {
+    let url = format!("{origin}/api/sessions/{session}/questions/{id}/answer");
+    send_as(credential, client().post(url).json(&choice("Postgres"))).await
+}
+
+async fn events_as(origin: &str, session: &str, credential: &str) -> EventStream {
+    let response = within(
+        "the event stream to open",
+        client()
+            .get(format!("{origin}/api/sessions/{session}/events"))
+            .bearer_auth(credential)
+            .send(),
+    )
+    .await
+    .expect("an event stream");
+    assert_eq!(response.status(), StatusCode::OK);
+    EventStream::new(response)
+}
+
+/// How many questions `credential`'s inbox lists in `session` on `origin`.
+async fn inbox_count_as(origin: &str, session: &str, credential: &str) -> u64 {
+    let (status, body) = send_as(credential, client().get(format!("{origin}/api/sessions"))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|s| s["id"] == session)
+        .map_or(0, |s| s["pending"].as_u64().unwrap_or(0))
+}
+
+#[tokio::test]
+async fn a_person_added_through_one_host_answers_on_another_and_the_record_names_them() {
+    let pg = postgres();
+    let (a, b) = (start_host(&pg), start_host(&pg));
+    let added = cli(&a, &["people", "add", "ana", "--role", "oncall"]);
+    let ana = credential_in(&added, "aup_");
+    // Host B knows her at once, and lists her (never her credential).
+    let listed = cli(&b, &["people", "list"]);
+    assert!(
+        listed.contains("ana") && listed.contains("roles: oncall"),
+        "{listed}"
+    );
+    assert!(!listed.contains("aup_"), "never a credential: {listed}");
+
+    let asked = ask(
+        a.origin(),
+        "people",
+        &for_audience(json!({"person": "ana"})),
+    );
+    let id = the_one_pending(b.origin(), "people").await;
+    assert_eq!(known_on(b.origin(), &ana).await, StatusCode::OK);
+    assert_eq!(
+        pending_ids_as(b.origin(), "people", &ana).await,
+        [id.as_str()]
+    );
+    let (status, body) = answer_as(b.origin(), "people", &id, &ana).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, batch) = within("the agent's answer", asked).await.unwrap();
+    assert_eq!((status, batch), (StatusCode::OK, choice("Postgres")));
+    let (_, history) =
+        send(client().get(format!("{}/api/history?session=people", a.origin()))).await;
+    assert_eq!(
+        history["records"][0]["by"]["person"],
+        json!("ana"),
+        "{history}"
+    );
+
+    // A second "ana" through host B is refused: one name across hosts.
     let (status, body) = send(
         client()
-            .post(format!("{}/api/agents", host.origin()))
-            .bearer_auth(TOKEN)
-            .json(&json!({"name": "ci"})),
+            .post(format!("{}/api/people", b.origin()))
+            .json(&json!({"name": "ana"})),
     )
     .await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-    let (status, listed) = send(client().get(&people).bearer_auth(TOKEN)).await;
-    assert_eq!(status, StatusCode::OK);
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
     assert_eq!(
-        listed,
-        json!({"people": []}),
-        "nothing acknowledged, nothing kept"
+        pg.psql("SELECT count(*) FROM ask_user.people").unwrap(),
+        "1",
+        "kept once"
     );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM ask_user.people WHERE credential_sha256 LIKE 'aup_%' OR length(credential_sha256) <> 64")
+            .unwrap(),
+        "0",
+        "kept hashed"
+    );
+}
+
+#[tokio::test]
+async fn a_person_removed_on_one_host_is_refused_on_another_at_once_with_their_streams_and_devices()
+{
+    use ask_user_tests::tls_front::{TestCert, TlsFront, phone_request};
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let remote = format!("--remote={}", front.origin());
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let start = || {
+        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b) = (start(), start());
+    let ana = credential_in(&cli(&a, &["people", "add", "ana"]), "aup_");
+
+    // Ana pairs her phone through host A, with her own credential.
+    let balancer = RoundRobin::start(vec![addr(&a)]).await;
+    front.forward_to(balancer.addr());
+    let pairings = format!("{}/api/pairings", a.origin());
+    let (status, pairing) = send_as(&ana, client().post(&pairings).json(&json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "{pairing}");
+    let (id, code) = (
+        pairing["id"].as_str().unwrap(),
+        pairing["code"].as_str().unwrap(),
+    );
+    let claim = phone_request(
+        &cert,
+        &front,
+        "POST",
+        "/api/pair/claim",
+        None,
+        &json!({"code": code, "name": "Ana's Pixel"}),
+    )
+    .await;
+    assert_eq!(claim.status, hyper::StatusCode::ACCEPTED);
+    let approve = format!("{pairings}/{id}/approve");
+    let approved = send_as(&ana, client().post(approve).json(&json!({}))).await;
+    assert_eq!(approved.0, StatusCode::OK, "{approved:?}");
+    let collected = phone_request(
+        &cert,
+        &front,
+        "POST",
+        "/api/pair/collect",
+        None,
+        &json!({"code": code}),
+    )
+    .await;
+    assert_eq!(collected.status, hyper::StatusCode::OK);
+    let cookie = collected.headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+
+    // The phone reaches host B now, and answers there: `by` names both.
+    balancer.replace(0, addr(&b));
+    let asked = ask(a.origin(), "gone", &for_audience(json!({"person": "ana"})));
+    let question = the_one_pending(b.origin(), "gone").await;
+    let mut answered = hyper::StatusCode::UNAUTHORIZED;
+    until("host B to take ana's phone's answer", async || {
+        answered = phone_request(
+            &cert,
+            &front,
+            "POST",
+            &format!("/api/sessions/gone/questions/{question}/answer"),
+            Some(&cookie),
+            &choice("SQLite"),
+        )
+        .await
+        .status;
+        answered != hyper::StatusCode::UNAUTHORIZED
+    })
+    .await;
+    assert_eq!(answered, hyper::StatusCode::OK);
+    within("the agent's answer", asked).await.unwrap();
+    let (_, history) = send(client().get(format!("{}/api/history?session=gone", a.origin()))).await;
+    let by = &history["records"][0]["by"];
+    assert_eq!(
+        (&by["kind"], &by["person"], &by["device"]["name"]),
+        (&json!("device"), &json!("ana"), &json!("Ana's Pixel")),
+        "{history}"
+    );
+
+    // Removed through host A: host B refuses her and her phone, and her
+    // stream there ends, without a restart.
+    let mut stream = events_as(b.origin(), "gone", &ana).await;
+    stream.replay().await;
+    cli(&a, &["people", "remove", "ana"]);
+    assert_eq!(
+        within("ana's stream on host B to end", stream.next_frame()).await,
+        None,
+        "the stream ends"
+    );
+    let refused = send_as(&ana, client().get(format!("{}/api/sessions", b.origin()))).await;
+    assert_eq!(refused.0, StatusCode::UNAUTHORIZED, "{refused:?}");
+    let phone = phone_request(
+        &cert,
+        &front,
+        "GET",
+        "/api/sessions",
+        Some(&cookie),
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(
+        phone.status,
+        hyper::StatusCode::UNAUTHORIZED,
+        "her phone goes with her"
+    );
+    let (_, devices) = send(client().get(format!("{}/api/devices", b.origin()))).await;
+    assert_eq!(devices["devices"], json!([]), "{devices}");
+    assert!(
+        cli(&b, &["people", "list"]).contains("no people"),
+        "host B lists nobody"
+    );
+}
+
+#[tokio::test]
+async fn a_person_outside_the_audience_neither_sees_nor_answers_it_on_any_host() {
+    let pg = postgres();
+    let hosts: Vec<HostProcess> = (0..2).map(|_| start_host(&pg)).collect();
+    let ana = credential_in(
+        &cli(&hosts[0], &["people", "add", "ana", "--role", "ops"]),
+        "aup_",
+    );
+    let bo = credential_in(&cli(&hosts[1], &["people", "add", "bo"]), "aup_");
+    let mut bo_streams = Vec::new();
+    for host in &hosts {
+        assert_eq!(known_on(host.origin(), &ana).await, StatusCode::OK);
+        assert_eq!(known_on(host.origin(), &bo).await, StatusCode::OK);
+        let mut stream = events_as(host.origin(), "aud", &bo).await;
+        stream.replay().await;
+        bo_streams.push(stream);
+    }
+    let asked = ask(
+        hosts[0].origin(),
+        "aud",
+        &for_audience(json!({"role": "ops"})),
+    );
+    let id = the_one_pending(hosts[1].origin(), "aud").await;
+    until("host B to show it to ana", async || {
+        pending_ids_as(hosts[1].origin(), "aud", &ana).await == [id.as_str()]
+    })
+    .await;
+    for host in &hosts {
+        assert!(
+            pending_ids_as(host.origin(), "aud", &bo).await.is_empty(),
+            "bo's list on {} leaves it out",
+            host.origin()
+        );
+        assert_eq!(inbox_count_as(host.origin(), "aud", &bo).await, 0);
+        assert_eq!(inbox_count_as(host.origin(), "aud", &ana).await, 1);
+        let refused = answer_as(host.origin(), "aud", &id, &bo).await;
+        assert_eq!(refused.0, StatusCode::FORBIDDEN, "{refused:?}");
+        assert_eq!(refused.1["error"]["code"], json!("NOT_IN_AUDIENCE"));
+    }
+    let (status, body) = answer_as(hosts[1].origin(), "aud", &id, &ana).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    within("the agent's answer", asked).await.unwrap();
+    // Bo's streams never carried it: the next frame each shows is about a
+    // question asked for anyone afterwards.
+    let later = ask(hosts[0].origin(), "aud", &request("Anyone?"));
+    for stream in &mut bo_streams {
+        let seen = stream.requested().await;
+        assert_ne!(seen.id, id, "bo's stream never shows ana's question");
+    }
+    let other = pending_ids(hosts[1].origin(), "aud").await;
+    assert_eq!(other.len(), 1);
+    assert_eq!(
+        answer(hosts[1].origin(), "aud", &other[0], &choice("SQLite"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    within("the second ask", later).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_agent_token_made_through_one_host_asks_on_another_and_answers_on_neither() {
+    let pg = postgres();
+    let (a, b) = (start_host(&pg), start_host(&pg));
+    let printed = cli(&a, &["agents", "add", "ci"]);
+    let token = credential_in(&printed, "aua_");
+    assert!(cli(&b, &["agents", "list"]).contains("ci"));
+    assert_eq!(
+        known_on(b.origin(), &token).await,
+        StatusCode::FORBIDDEN,
+        "an agent token may only ask"
+    );
+    // It asks through host B.
+    let url = format!("{}/api/sessions/agents/ask", b.origin());
+    let body = request("From CI?");
+    let asked = {
+        let token = token.clone();
+        tokio::spawn(async move { send_as(&token, client().post(url).json(&body)).await })
+    };
+    let id = the_one_pending(a.origin(), "agents").await;
+    for host in [&a, &b] {
+        let refused = answer_as(host.origin(), "agents", &id, &token).await;
+        assert_eq!(refused.0, StatusCode::FORBIDDEN, "{refused:?}");
+        assert_eq!(refused.1["error"]["code"], json!("AGENT_CANNOT_ANSWER"));
+    }
+    assert_eq!(
+        answer(a.origin(), "agents", &id, &choice("SQLite")).await.0,
+        StatusCode::OK
+    );
+    let (status, batch) = within("the agent's answer", asked).await.unwrap();
+    assert_eq!((status, batch), (StatusCode::OK, choice("SQLite")));
+
+    // Removed through host B: host A refuses it at once.
+    cli(&b, &["agents", "remove", "ci"]);
+    until("host A to refuse the removed token", async || {
+        let url = format!("{}/api/sessions", a.origin());
+        send_as(&token, client().get(url)).await.0 == StatusCode::UNAUTHORIZED
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_question_escalates_once_across_two_hosts_and_both_show_it_to_the_new_audience() {
+    let pg = postgres();
+    let (a, b) = (start_host(&pg), start_host(&pg));
+    let ana = credential_in(
+        &cli(&a, &["people", "add", "ana", "--role", "oncall"]),
+        "aup_",
+    );
+    let lee = credential_in(
+        &cli(&b, &["people", "add", "lee", "--role", "leads"]),
+        "aup_",
+    );
+    let mut lee_streams = Vec::new();
+    for host in [&a, &b] {
+        assert_eq!(known_on(host.origin(), &ana).await, StatusCode::OK);
+        assert_eq!(known_on(host.origin(), &lee).await, StatusCode::OK);
+        let mut stream = events_as(host.origin(), "esc", &lee).await;
+        assert_eq!(stream.replay().await, (vec![], vec![]));
+        lee_streams.push(stream);
+    }
+    let mut escalating = for_audience(json!({"role": "oncall"}));
+    escalating["escalate_after"] = json!({"seconds": 4, "role": "leads"});
+    let asked = ask(a.origin(), "esc", &escalating);
+    let id = the_one_pending(b.origin(), "esc").await;
+    assert_eq!(pending_ids_as(b.origin(), "esc", &ana).await, [id.as_str()]);
+    // Well within the four seconds: lee is outside on both hosts.
+    for host in [&a, &b] {
+        let refused = answer_as(host.origin(), "esc", &id, &lee).await;
+        assert_eq!(refused.0, StatusCode::FORBIDDEN, "{refused:?}");
+        assert_eq!(refused.1["error"]["code"], json!("NOT_IN_AUDIENCE"));
+    }
+    for stream in &mut lee_streams {
+        let escalated = within("the escalation", stream.requested()).await;
+        assert_eq!(
+            escalated.id, id,
+            "it reaches lee on both hosts when it escalates"
+        );
+    }
+    // Exactly one escalation is kept, whichever host's timer came first.
+    let mut kept = String::new();
+    until("the record to keep the escalation", async || {
+        kept = pg
+            .psql(&format!(
+                "SELECT count(*) FROM ask_user.questions WHERE id = '{id}' AND escalated_ms IS NOT NULL"
+            ))
+            .unwrap();
+        kept == "1"
+    })
+    .await;
+    let (status, body) = answer_as(b.origin(), "esc", &id, &lee).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    within("the agent's answer", asked).await.unwrap();
+    // Each of lee's streams showed it once, then its end.
+    // (`resolved` refuses any other frame first: a second escalation fails.)
+    for stream in &mut lee_streams {
+        assert_eq!(stream.resolved().await.id, id, "no second escalation");
+    }
 }

@@ -94,6 +94,24 @@ struct Inner {
     /// By the SHA-256 of their credential, hex.
     people: HashMap<String, Arc<Person>>,
     agents: HashMap<String, Arc<Agent>>,
+    /// The ids removed through this host: a shared record read before the
+    /// removal was written never brings them back (an id is never reused).
+    removed: std::collections::HashSet<String>,
+}
+
+/// The most removed ids [`People`] remembers (see `Inner::removed`); past
+/// it they are forgotten, as by a restart.
+const MAX_REMEMBERED_REMOVALS: usize = 4096;
+
+/// What a shared record says of people and agent tokens (all it has that
+/// is not removed, and the removed ones among those a host knows): see
+/// [`People::follow`].
+#[derive(Debug, Default)]
+pub struct Followed {
+    /// Each person's row, and whether it was removed.
+    pub people: Vec<(PersonRecord, bool)>,
+    /// Each agent token's row, and whether it was removed.
+    pub agents: Vec<(AgentRecord, bool)>,
 }
 
 /// Why adding a person or an agent was refused.
@@ -128,8 +146,69 @@ impl People {
             })
             .collect();
         Self {
-            inner: Mutex::new(Inner { people, agents }),
+            inner: Mutex::new(Inner {
+                people,
+                agents,
+                removed: Default::default(),
+            }),
         }
+    }
+
+    /// Follows a record several hosts share: adds the people and agent
+    /// tokens added through another host, and removes the ones removed
+    /// there (their credential is refused here at once, their streams
+    /// end). One added here whose row is not written yet is left as it is.
+    /// Returns the people removed (their devices go with them).
+    pub fn follow(&self, followed: Followed) -> Vec<Arc<Person>> {
+        let mut inner = self.lock();
+        let mut gone = Vec::new();
+        for (record, removed) in followed.people {
+            let hash = record.credential_sha256.clone();
+            if removed {
+                if let Some(person) = inner.people.remove(&hash) {
+                    person.removed.cancel();
+                    gone.push(person);
+                }
+            } else if !inner.people.contains_key(&hash)
+                && !inner.removed.contains(&record.id)
+                && inner.people.len() < MAX_PEOPLE
+            {
+                let person = Person {
+                    record,
+                    removed: CancellationToken::new(),
+                };
+                inner.people.insert(hash, Arc::new(person));
+            }
+        }
+        for (record, removed) in followed.agents {
+            let hash = record.credential_sha256.clone();
+            if removed {
+                if let Some(agent) = inner.agents.remove(&hash) {
+                    agent.removed.cancel();
+                }
+            } else if !inner.agents.contains_key(&hash)
+                && !inner.removed.contains(&record.id)
+                && inner.agents.len() < MAX_AGENTS
+            {
+                let agent = Agent {
+                    record,
+                    removed: CancellationToken::new(),
+                };
+                inner.agents.insert(hash, Arc::new(agent));
+            }
+        }
+        gone
+    }
+
+    /// The ids of the people and agent tokens known here.
+    pub fn ids(&self) -> Vec<String> {
+        let inner = self.lock();
+        inner
+            .people
+            .values()
+            .map(|p| p.record.id.clone())
+            .chain(inner.agents.values().map(|a| a.record.id.clone()))
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -249,6 +328,7 @@ impl People {
             .map(|(hash, _)| hash.clone())?;
         let person = inner.people.remove(&hash)?;
         person.removed.cancel();
+        inner.remember_removed(&person.record.id);
         Some(person)
     }
 
@@ -262,7 +342,17 @@ impl People {
             .map(|(hash, _)| hash.clone())?;
         let agent = inner.agents.remove(&hash)?;
         agent.removed.cancel();
+        inner.remember_removed(&agent.record.id);
         Some(agent)
+    }
+}
+
+impl Inner {
+    fn remember_removed(&mut self, id: &str) {
+        if self.removed.len() >= MAX_REMEMBERED_REMOVALS {
+            self.removed.clear();
+        }
+        self.removed.insert(id.to_owned());
     }
 }
 
@@ -490,14 +580,16 @@ async fn add_person(
     roles.sort();
     roles.dedup();
     let (person, secret) = state.people().add_person(name, roles)?;
-    if let Err(error) = state
+    let kept = state
         .record()
         .submit(Write::PersonAdded(person.record.clone()))
         .kept()
-        .await
-    {
+        .await;
+    if kept != Ok(true) {
         state.people().remove_person(&person.record.name);
-        return Err(ApiError::Store(error));
+        // Not written: a shared record has the name already (added through
+        // another host a moment ago).
+        return Err(kept.map_or_else(ApiError::Store, |_| taken("person", &person.record.name)));
     }
     tracing::info!(person = %person.record.id, "person added");
     Ok((
@@ -515,14 +607,14 @@ async fn add_agent(
     let AddAgent { name } = parse("agent", &body)?;
     ask_user_core::request::check_name("name", &name)?;
     let (agent, secret) = state.people().add_agent(name)?;
-    if let Err(error) = state
+    let kept = state
         .record()
         .submit(Write::AgentAdded(agent.record.clone()))
         .kept()
-        .await
-    {
+        .await;
+    if kept != Ok(true) {
         state.people().remove_agent(&agent.record.name);
-        return Err(ApiError::Store(error));
+        return Err(kept.map_or_else(ApiError::Store, |_| taken("agent", &agent.record.name)));
     }
     tracing::info!(agent = %agent.record.id, "agent token added");
     Ok((StatusCode::CREATED, Json(agent_view(&agent, Some(secret)))))
@@ -664,5 +756,59 @@ mod tests {
                 .authenticate(&format!("{PERSON_PREFIX}{}", "0".repeat(64)))
                 .is_none()
         );
+    }
+
+    /// What another host added or removed, as a shared record says it.
+    #[test]
+    fn following_a_shared_record_adds_and_removes_at_once_and_never_brings_back_a_removal() {
+        let here = People::default();
+        let (ana, ana_secret) = here.add_person("ana".to_owned(), Vec::new()).unwrap();
+        let (ci, _) = here.add_agent("ci".to_owned()).unwrap();
+        // Added through another host: the record has their rows (and not
+        // yet ana's, whose write is on its way: she stays).
+        let there = People::default();
+        let (lee, lee_secret) = there
+            .add_person("lee".to_owned(), vec!["leads".to_owned()])
+            .unwrap();
+        let (bot, bot_secret) = there.add_agent("bot".to_owned()).unwrap();
+        let gone = here.follow(Followed {
+            people: vec![(lee.record.clone(), false)],
+            agents: vec![(bot.record.clone(), false)],
+        });
+        assert!(gone.is_empty());
+        assert!(
+            matches!(here.authenticate(&lee_secret), Some(Bearer::Person(p)) if p.has_role("leads"))
+        );
+        assert!(matches!(
+            here.authenticate(&bot_secret),
+            Some(Bearer::Agent(_))
+        ));
+        assert!(
+            here.authenticate(&ana_secret).is_some(),
+            "an add on its way stays"
+        );
+
+        // Removed through another host: refused here at once, streams end.
+        let seen = match here.authenticate(&lee_secret) {
+            Some(Bearer::Person(person)) => person,
+            other => panic!("{other:?}"),
+        };
+        let gone = here.follow(Followed {
+            people: vec![(lee.record.clone(), true), (ana.record.clone(), false)],
+            agents: vec![(bot.record.clone(), true), (ci.record.clone(), false)],
+        });
+        assert_eq!(gone.len(), 1);
+        assert!(seen.removed.is_cancelled(), "their streams end");
+        assert!(here.authenticate(&lee_secret).is_none());
+        assert!(here.authenticate(&bot_secret).is_none());
+
+        // Removed here: a record read before the removal was written does
+        // not bring ana back.
+        here.remove_person("ana").unwrap();
+        here.follow(Followed {
+            people: vec![(ana.record.clone(), false)],
+            agents: Vec::new(),
+        });
+        assert!(here.authenticate(&ana_secret).is_none());
     }
 }

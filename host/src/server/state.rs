@@ -156,7 +156,7 @@ struct Inner {
     /// Paired devices and open pairings.
     devices: Arc<crate::server::devices::Devices>,
     /// People and agent tokens (issue 24).
-    people: crate::server::people::People,
+    people: Arc<crate::server::people::People>,
     /// Push to paired devices, when on.
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
@@ -245,7 +245,10 @@ impl AppState {
                 &restored.push_subscriptions,
             ))
         });
-        let people = crate::server::people::People::new(restored.people, restored.agents);
+        let people = Arc::new(crate::server::people::People::new(
+            restored.people,
+            restored.agents,
+        ));
         let devices = Arc::new(crate::server::devices::Devices::new(
             kept_devices,
             config.pairing_life,
@@ -253,8 +256,8 @@ impl AppState {
         if let Some(shared) = record.shared() {
             // Several hosts: the table and the devices follow the record
             // (other hosts' questions, answers, detaches, pairings and
-            // revocations) from now on.
-            shared.follow(pending.clone(), devices.clone());
+            // revocations, people and agent tokens) from now on.
+            shared.follow(pending.clone(), devices.clone(), people.clone());
         }
         Self {
             inner: Arc::new(Inner {

@@ -264,6 +264,9 @@ pub struct Observed {
     pub asked: Option<(QuestionRequested, Bytes)>,
     /// Where it stands.
     pub state: RecordState,
+    /// Whether the record has it escalated (a host's timer widened its
+    /// audience): a table whose own timer has not fired yet follows.
+    pub escalated: bool,
 }
 
 /// Where a question stands in a shared record.
@@ -896,9 +899,15 @@ impl Table {
             id,
             asked,
             state,
+            escalated,
         } = observed;
         let session = session.as_str();
         let grace = self.limits.detach_grace;
+        // Another host's timer widened it first (or this host's clock is
+        // behind): every host shows it escalated from now on.
+        if escalated && !matches!(state, RecordState::Resolved { .. } | RecordState::Gone) {
+            self.mark_escalated(step, session, &id);
+        }
         if let Some(slot) = self.sessions.get_mut(session)
             && let Some(entry) = slot.entries.get_mut(&id)
         {
@@ -1003,8 +1012,20 @@ impl Table {
                     },
                     _ => Waiting::Remote,
                 };
-                let (seq, event) =
+                let (seq, mut event) =
                     self.insert_pending(question, (key, request_json, bytes), waiting, step.now);
+                if escalated && !event.is_escalated() {
+                    let entry = self
+                        .sessions
+                        .get_mut(session)
+                        .and_then(|slot| slot.entries.get_mut(&id))
+                        .expect("inserted above");
+                    if let Some(at) = entry.escalates.take() {
+                        self.escalations.remove(&(at, seq));
+                    }
+                    entry.event = entry.event.escalated();
+                    event = entry.event.clone();
+                }
                 step.push(Output::InboxChanged);
                 step.broadcast(session, event);
                 if let Waiting::Detached { until } = waiting {
@@ -1212,18 +1233,45 @@ impl Table {
                 .escalations
                 .remove(&(at, seq))
                 .expect("the first escalation");
-            let Some(slot) = self.sessions.get_mut(&session) else {
+            let Some(id) = self
+                .sessions
+                .get(&session)
+                .and_then(|slot| slot.order.get(&seq))
+                .cloned()
+            else {
                 continue;
             };
-            let Some(entry) = slot.order.get(&seq).and_then(|id| slot.entries.get_mut(id)) else {
-                continue;
-            };
-            entry.escalates = None;
-            entry.event = entry.event.escalated();
-            let event = entry.event.clone();
-            step.broadcast(&session, event);
-            step.push(Output::InboxChanged);
+            if self.mark_escalated(step, &session, &id) {
+                step.push(Output::Journal(Write::Escalated {
+                    id,
+                    at_ms: step.now.unix_ms,
+                }));
+            }
         }
+    }
+
+    /// Widens pending question `id`'s audience now (its timer, or a shared
+    /// record saying another host's did): its `question/requested` is sent
+    /// again, escalated. Whether it changed (a question escalates once).
+    fn mark_escalated(&mut self, step: &mut Step, session: &str, id: &str) -> bool {
+        let Some(entry) = self
+            .sessions
+            .get_mut(session)
+            .and_then(|slot| slot.entries.get_mut(id))
+        else {
+            return false;
+        };
+        if entry.event.is_escalated() {
+            return false;
+        }
+        if let Some(at) = entry.escalates.take() {
+            self.escalations.remove(&(at, entry.seq));
+        }
+        entry.event = entry.event.escalated();
+        let event = entry.event.clone();
+        step.broadcast(session, event);
+        step.push(Output::InboxChanged);
+        true
     }
 
     fn shutdown(&mut self, step: &mut Step) -> usize {

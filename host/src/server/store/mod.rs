@@ -203,6 +203,17 @@ pub enum Write {
         /// The question's id.
         id: String,
     },
+    /// The question's `escalate_after` came due while it was pending: its
+    /// audience widened (issue 24). Each host's table escalates on its own
+    /// timer; a shared record keeps the first (`escalated_ms`, set once) and
+    /// tells the other hosts. One file on one host counts escalation from
+    /// the ask and needs nothing.
+    Escalated {
+        /// The question's id.
+        id: String,
+        /// When (Unix ms).
+        at_ms: u64,
+    },
     /// The answer (or cancel) reached the asker: it is no longer held.
     Delivered {
         /// The question's id.
@@ -566,13 +577,14 @@ pub trait SharedRecord: Send + Sync {
     /// to resolve here).
     fn taken(&self, id: String);
 
-    /// Starts following the record into `pending` and `devices`:
+    /// Starts following the record into `pending`, `devices` and `people`:
     /// notifications of other hosts' changes, and a full reconciliation
     /// after every (re)connect.
     fn follow(
         &self,
         pending: std::sync::Arc<crate::server::pending::PendingTable>,
         devices: std::sync::Arc<crate::server::devices::Devices>,
+        people: std::sync::Arc<crate::server::people::People>,
     );
 
     /// Waits until the first reconciliation is done (the table shows what the

@@ -26,11 +26,13 @@
 
 use super::sqlite::restorable;
 use super::{
-    Asked, DeviceRecord, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Restored,
-    SharedRecord, Store, StoreError, StoreLimits, Taken, Ticket, Write,
+    AgentRecord, Asked, DeviceRecord, Health, HistoryCursor, HistoryPage, HistoryQuery,
+    HistoryRecord, PersonRecord, Restored, SharedRecord, Store, StoreError, StoreLimits, Taken,
+    Ticket, Write,
 };
 use crate::server::devices::Devices;
 use crate::server::pending::{Observed, PendingTable, RecordState};
+use crate::server::people::{Followed, People};
 use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
@@ -47,7 +49,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification, Row, Statement};
 
 /// The schema this build writes; a database of a newer one is refused.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The first key of every ask-user advisory lock ("AS"); the second is a host's.
 const LOCK_SPACE: i32 = 0x4153;
@@ -66,7 +68,8 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// The steps from an empty database to each schema version, in order; each
 /// runs in the transaction that records its version.
-const MIGRATIONS: [&str; 1] = [r#"
+const MIGRATIONS: [&str; 2] = [
+    r#"
 CREATE TABLE ask_user.questions (
     seq bigserial PRIMARY KEY,
     id text NOT NULL UNIQUE,
@@ -145,11 +148,60 @@ BEGIN
 END $$;
 CREATE TRIGGER devices_changed AFTER INSERT OR UPDATE OF revoked_ms ON ask_user.devices
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_device();
-"#];
+"#,
+    PEOPLE,
+];
+
+/// Schema 2 (issue 24): the people who may answer and the agent tokens, as
+/// the SQLite store keeps them (roles as JSON, the SHA-256 of the
+/// credential, a name unique among the rows not removed; rows are never
+/// deleted, so an id is never reused), the person a device was paired under
+/// (`devices.person_id`; NULL: the owner's), and when a question escalated
+/// (`questions.escalated_ms`, set once: the first host's timer). An ask's
+/// audience and `escalate_after` are in its request (`questions.question`).
+/// A person or token added or removed notifies `p` or `a` and its id; a
+/// question's escalation notifies `q` as its other changes do.
+const PEOPLE: &str = r#"
+CREATE TABLE ask_user.people (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    roles text NOT NULL,
+    credential_sha256 text NOT NULL UNIQUE,
+    added_ms bigint NOT NULL,
+    removed_ms bigint
+);
+CREATE UNIQUE INDEX people_name ON ask_user.people (name) WHERE removed_ms IS NULL;
+CREATE TABLE ask_user.agent_tokens (
+    id text PRIMARY KEY,
+    name text NOT NULL,
+    credential_sha256 text NOT NULL UNIQUE,
+    added_ms bigint NOT NULL,
+    removed_ms bigint
+);
+CREATE UNIQUE INDEX agent_tokens_name ON ask_user.agent_tokens (name) WHERE removed_ms IS NULL;
+ALTER TABLE ask_user.devices ADD COLUMN person_id text;
+CREATE INDEX devices_person ON ask_user.devices (person_id) WHERE person_id IS NOT NULL;
+ALTER TABLE ask_user.questions ADD COLUMN escalated_ms bigint;
+DROP TRIGGER questions_changed ON ask_user.questions;
+CREATE TRIGGER questions_changed AFTER UPDATE ON ask_user.questions
+    FOR EACH ROW WHEN (OLD.outcome IS DISTINCT FROM NEW.outcome OR OLD.host IS DISTINCT FROM NEW.host
+                       OR OLD.escalated_ms IS DISTINCT FROM NEW.escalated_ms)
+    EXECUTE FUNCTION ask_user.notify_question();
+CREATE FUNCTION ask_user.notify_person() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('ask_user', TG_ARGV[0] || NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER people_changed AFTER INSERT OR UPDATE OF removed_ms ON ask_user.people
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_person('p');
+CREATE TRIGGER agent_tokens_changed AFTER INSERT OR UPDATE OF removed_ms ON ask_user.agent_tokens
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_person('a');
+"#;
 
 /// The columns a question's row is observed by (see [`observed`]).
 const OBSERVED_COLUMNS: &str = "id, session, question, outcome, answer, resolved_ms, answered_by, \
-     host, detached_ms, delivery, (host IS NOT NULL AND ask_user.host_alive(host))";
+     host, detached_ms, delivery, (host IS NOT NULL AND ask_user.host_alive(host)), \
+     escalated_ms IS NOT NULL";
 
 enum Job {
     Write(Write, oneshot::Sender<Result<bool, StoreError>>),
@@ -794,7 +846,7 @@ impl Writer<'_> {
             Write::DevicePaired(device) => {
                 self.execute(
                     "INSERT INTO ask_user.devices (id, name, agent, credential_sha256, paired_ms, \
-                     last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+                     last_seen_ms, person_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
                     &[
                         &device.id,
                         &device.name,
@@ -802,6 +854,7 @@ impl Writer<'_> {
                         &device.credential_sha256,
                         &(device.paired_at_ms as i64),
                         &(device.last_seen_ms as i64),
+                        &device.person,
                     ],
                 )
                 .await?
@@ -868,11 +921,67 @@ impl Writer<'_> {
                         .execute("DELETE FROM ask_user.messages WHERE at_ms < $1", &[&before])
                         .await?
             }
-            // Refused by `submit` before they reach the writer.
-            Write::PersonAdded(_)
-            | Write::PersonRemoved { .. }
-            | Write::AgentAdded(_)
-            | Write::AgentRemoved { .. } => 0,
+            // A name taken meanwhile (through another host) changes nothing:
+            // the caller says so (409).
+            Write::PersonAdded(person) => {
+                self.execute(
+                    "INSERT INTO ask_user.people (id, name, roles, credential_sha256, added_ms) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+                    &[
+                        &person.id,
+                        &person.name,
+                        &to_json(&person.roles),
+                        &person.credential_sha256,
+                        &(person.added_at_ms as i64),
+                    ],
+                )
+                .await?
+            }
+            // One statement (atomic alone): the person, their devices and
+            // the devices' push subscriptions; the devices' trigger tells
+            // every host to revoke them.
+            Write::PersonRemoved { id, at_ms } => {
+                self.execute(
+                    "WITH revoked AS (UPDATE ask_user.devices SET revoked_ms = $2 \
+                     WHERE person_id = $1 AND revoked_ms IS NULL RETURNING id), \
+                     unsubscribed AS (DELETE FROM ask_user.push_subscriptions WHERE device_id IN \
+                     (SELECT id FROM ask_user.devices WHERE person_id = $1) RETURNING device_id) \
+                     UPDATE ask_user.people SET removed_ms = $2 WHERE id = $1 AND removed_ms IS NULL",
+                    &[id, &(*at_ms as i64)],
+                )
+                .await?
+            }
+            Write::AgentAdded(agent) => {
+                self.execute(
+                    "INSERT INTO ask_user.agent_tokens (id, name, credential_sha256, added_ms) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    &[
+                        &agent.id,
+                        &agent.name,
+                        &agent.credential_sha256,
+                        &(agent.added_at_ms as i64),
+                    ],
+                )
+                .await?
+            }
+            Write::AgentRemoved { id, at_ms } => {
+                self.execute(
+                    "UPDATE ask_user.agent_tokens SET removed_ms = $2 \
+                     WHERE id = $1 AND removed_ms IS NULL",
+                    &[id, &(*at_ms as i64)],
+                )
+                .await?
+            }
+            // The first host's timer is kept: exactly one escalation per
+            // question, decided here; the trigger tells the other hosts.
+            Write::Escalated { id, at_ms } => {
+                self.execute(
+                    "UPDATE ask_user.questions SET escalated_ms = $2 \
+                     WHERE id = $1 AND outcome IS NULL AND escalated_ms IS NULL",
+                    &[id, &(*at_ms as i64)],
+                )
+                .await?
+            }
         };
         Ok(changed > 0)
     }
@@ -892,6 +1001,7 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let detached_ms: Option<i64> = row.get(8);
     let delivery: i16 = row.get(9);
     let alive: bool = row.get(10);
+    let escalated: bool = row.get(11);
     let asked = match serde_json::from_str::<QuestionRequested>(&question) {
         Ok(question) if question.id == id && restorable(&session, &question).is_ok() => {
             let json = crate::server::pending::request_json(&question.request);
@@ -930,13 +1040,19 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
         id,
         asked,
         state,
+        escalated,
     })
 }
 
 /// Follows the record into `pending` until the runtime ends: reconciles
 /// after every (re)connect, then applies what notifications name and what
 /// the look for dead hosts finds.
-async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devices>) {
+async fn follow(
+    inner: Arc<Inner>,
+    pending: Arc<PendingTable>,
+    devices: Arc<Devices>,
+    people: Arc<People>,
+) {
     let mut first = inner
         .first_listener
         .lock()
@@ -964,7 +1080,8 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devi
         };
         let reconciled = async {
             reconcile(&inner, &listener.client, &pending).await?;
-            follow_devices(&listener.client, &devices).await
+            follow_devices(&listener.client, &devices).await?;
+            follow_people(&listener.client, &people, &devices).await
         };
         if let Err(error) = reconciled.await {
             tracing::warn!(error = %crate::logged::logged(&error), "reconciling with the shared store failed; retrying");
@@ -986,7 +1103,7 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devi
                             Err(_) => break,
                         }
                     }
-                    if let Err(error) = apply_notifications(&inner, &listener.client, &pending, &devices, batch).await {
+                    if let Err(error) = apply_notifications(&inner, &listener.client, &pending, &devices, &people, batch).await {
                         break error.to_string();
                     }
                 }
@@ -1024,6 +1141,7 @@ async fn apply_notifications(
     client: &Client,
     pending: &PendingTable,
     devices: &Devices,
+    people: &People,
     batch: Vec<Notification>,
 ) -> Result<(), tokio_postgres::Error> {
     let own = inner.writer_pid.load(Ordering::Acquire);
@@ -1031,6 +1149,7 @@ async fn apply_notifications(
     let mut messages: Vec<i64> = Vec::new();
     let mut seen = HashSet::new();
     let mut devices_changed = false;
+    let mut people_changed = false;
     for notification in batch {
         if notification.process_id() == own || notification.channel() != CHANNEL {
             continue;
@@ -1044,10 +1163,15 @@ async fn apply_notifications(
             messages.push(seq);
         } else if payload.starts_with('d') {
             devices_changed = true;
+        } else if payload.starts_with('p') || payload.starts_with('a') {
+            people_changed = true;
         }
     }
     if devices_changed {
         follow_devices(client, devices).await?;
+    }
+    if people_changed {
+        follow_people(client, people, devices).await?;
     }
     if !ids.is_empty() {
         observe_ids(inner, client, pending, &ids).await?;
@@ -1116,6 +1240,7 @@ async fn observe_ids(
                 id: id.clone(),
                 asked: None,
                 state: RecordState::Gone,
+                escalated: false,
             });
         }
     }
@@ -1210,12 +1335,77 @@ async fn follow_devices(client: &Client, devices: &Devices) -> Result<(), tokio_
     Ok(())
 }
 
+/// Makes `people` what the record has now (people and agent tokens are few,
+/// at most 256 of each: cheap to read whole), and revokes here the devices
+/// of the people removed.
+async fn follow_people(
+    client: &Client,
+    people: &People,
+    devices: &Devices,
+) -> Result<(), tokio_postgres::Error> {
+    let followed = load_people(client, &people.ids()).await?;
+    let gone = people.follow(followed);
+    for person in &gone {
+        devices.revoke_person(&person.record.id);
+    }
+    if !gone.is_empty() {
+        tracing::info!(
+            removed = gone.len(),
+            "people removed through another host are removed here too"
+        );
+    }
+    Ok(())
+}
+
+/// The people and agent tokens not removed, oldest first, and the removed
+/// ones among `known` (ids a host has), each saying whether it was removed.
+async fn load_people(client: &Client, known: &[String]) -> Result<Followed, tokio_postgres::Error> {
+    let mut followed = Followed::default();
+    for row in client
+        .query(
+            "SELECT id, name, roles, credential_sha256, added_ms, removed_ms IS NOT NULL \
+             FROM ask_user.people WHERE removed_ms IS NULL OR id = ANY($1) ORDER BY added_ms, id",
+            &[&known],
+        )
+        .await?
+    {
+        let person = PersonRecord {
+            id: row.get(0),
+            name: row.get(1),
+            // Written by this store from a list of names: a row that no
+            // longer reads keeps no role rather than stopping the host.
+            roles: serde_json::from_str(row.get(2)).unwrap_or_default(),
+            credential_sha256: row.get(3),
+            added_at_ms: row.get::<_, i64>(4).max(0) as u64,
+        };
+        followed.people.push((person, row.get(5)));
+    }
+    for row in client
+        .query(
+            "SELECT id, name, credential_sha256, added_ms, removed_ms IS NOT NULL \
+             FROM ask_user.agent_tokens WHERE removed_ms IS NULL OR id = ANY($1) \
+             ORDER BY added_ms, id",
+            &[&known],
+        )
+        .await?
+    {
+        let agent = AgentRecord {
+            id: row.get(0),
+            name: row.get(1),
+            credential_sha256: row.get(2),
+            added_at_ms: row.get::<_, i64>(3).max(0) as u64,
+        };
+        followed.agents.push((agent, row.get(4)));
+    }
+    Ok(followed)
+}
+
 async fn load_devices(client: &Client) -> Result<Vec<DeviceRecord>, tokio_postgres::Error> {
     let mut paired = Vec::new();
     for row in client
         .query(
-            "SELECT id, name, agent, credential_sha256, paired_ms, last_seen_ms, last_answer_ms \
-             FROM ask_user.devices WHERE revoked_ms IS NULL ORDER BY paired_ms",
+            "SELECT id, name, agent, credential_sha256, paired_ms, last_seen_ms, last_answer_ms, \
+             person_id FROM ask_user.devices WHERE revoked_ms IS NULL ORDER BY paired_ms",
             &[],
         )
         .await?
@@ -1231,9 +1421,7 @@ async fn load_devices(client: &Client) -> Result<Vec<DeviceRecord>, tokio_postgr
                 .get::<_, Option<i64>>(5)
                 .map_or(paired_at_ms, |ms| ms.max(0) as u64),
             last_answer_ms: row.get::<_, Option<i64>>(6).map(|ms| ms.max(0) as u64),
-            // People are refused on this store (see `submit`), so every
-            // device here was paired by the owner.
-            person: None,
+            person: row.get(7),
         });
     }
     Ok(paired)
@@ -1247,6 +1435,9 @@ async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
         ..Restored::default()
     };
     restored.devices = load_devices(client).await?;
+    let followed = load_people(client, &[]).await?;
+    restored.people = followed.people.into_iter().map(|(p, _)| p).collect();
+    restored.agents = followed.agents.into_iter().map(|(a, _)| a).collect();
     for row in client
         .query(
             "SELECT p.device_id, p.subscription FROM ask_user.push_subscriptions p \
@@ -1441,19 +1632,6 @@ impl Inner {
 
 impl Store for PostgresStore {
     fn submit(&self, write: Write) -> Ticket {
-        if let Write::PersonAdded(_)
-        | Write::PersonRemoved { .. }
-        | Write::AgentAdded(_)
-        | Write::AgentRemoved { .. } = write
-        {
-            // Refused, not acknowledged: a person kept by one host alone would
-            // be unknown to the others (docs/store.md).
-            return Ticket::settled(Err(StoreError::Unavailable(
-                "people and agent tokens are not kept in the shared PostgreSQL store yet; \
-                 use the SQLite store (one host) for people"
-                    .to_owned(),
-            )));
-        }
         let (reply, ticket) = oneshot::channel();
         // A send fails only once the writer is gone; the ticket then says so.
         let _ = self.jobs.send(Job::Write(write, reply));
@@ -1503,8 +1681,8 @@ impl SharedRecord for PostgresStore {
         let _ = self.inner.recheck.send(id);
     }
 
-    fn follow(&self, pending: Arc<PendingTable>, devices: Arc<Devices>) {
-        tokio::spawn(follow(self.inner.clone(), pending, devices));
+    fn follow(&self, pending: Arc<PendingTable>, devices: Arc<Devices>, people: Arc<People>) {
+        tokio::spawn(follow(self.inner.clone(), pending, devices, people));
     }
 
     fn ready(&self) -> futures_util::future::BoxFuture<'static, ()> {

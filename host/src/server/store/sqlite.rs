@@ -1509,6 +1509,8 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
             .execute(params![id, outcome.as_str(), *at_ms as i64])?,
         // One host's table alone knows who waits: nothing to keep.
         Write::Detached { .. } => 0,
+        // Counted from the ask, which the question's row keeps.
+        Write::Escalated { .. } => 0,
         Write::Delivered { id } => conn
             .prepare_cached(
                 "UPDATE questions SET delivery = 1 WHERE id = ?1 AND outcome IS NOT NULL AND delivery = 0",

@@ -41,6 +41,7 @@ fn observed(id: &str, state: RecordState) -> Input {
         id: id.to_owned(),
         asked: Some(asked(id)),
         state,
+        escalated: false,
     })
 }
 
@@ -315,4 +316,98 @@ fn a_detach_is_journaled_for_the_record_and_attaching_takes_the_question_or_coll
             resolution: Resolution::Answered(answer())
         }]
     );
+}
+
+/// A question for role `oncall` escalating to `leads` after 60 s, asked at
+/// the origin's Unix time.
+fn escalating(id: &str) -> (QuestionRequested, Bytes) {
+    let request = AskRequest::from_json(
+        r#"{"questions": [{"id": "q", "question": "Deploy?"}], "audience": {"role": "oncall"}, "escalate_after": {"seconds": 60, "role": "leads"}}"#,
+    )
+    .unwrap();
+    let json = request_json(&request);
+    let question = QuestionRequested {
+        id: id.to_owned(),
+        session: "s".to_owned(),
+        request,
+        created_at_ms: 1_700_000_000_000,
+        asked_by: None,
+    };
+    (question, json)
+}
+
+fn escalated_requests(effects: &[Output]) -> usize {
+    effects
+        .iter()
+        .filter(|effect| {
+            matches!(effect, Output::Broadcast { event, .. }
+            if matches!(&**event, SessionEvent::QuestionRequested(_)) && event.is_escalated())
+        })
+        .count()
+}
+
+#[test]
+fn a_question_escalates_once_on_every_host_the_first_timer_is_journaled_and_the_others_follow_the_record()
+ {
+    let origin = Instant::now();
+    // Host A's timer escalates it: journaled once, for the record to keep.
+    let mut a = table();
+    let observed_on = |table: &mut Table, escalated: bool, at: Duration| {
+        table.apply(
+            Input::Observed(Observed {
+                session: "s".to_owned(),
+                id: "q_e".to_owned(),
+                asked: Some(escalating("q_e")),
+                state: RecordState::AttachedElsewhere,
+                escalated,
+            }),
+            now(origin, at),
+        )
+    };
+    observed_on(&mut a, false, Duration::ZERO);
+    assert_eq!(a.poll_timeout(), Some(origin + Duration::from_secs(60)));
+    let out = a.apply(Input::Expire, now(origin, Duration::from_secs(60)));
+    assert_eq!(escalated_requests(&out.effects), 1);
+    assert_eq!(
+        journal(&out.effects),
+        [&Write::Escalated {
+            id: "q_e".to_owned(),
+            at_ms: 1_700_000_060_000
+        }]
+    );
+    assert_eq!(a.poll_timeout(), None, "it escalates once");
+    // The record says so back (its notification): nothing more.
+    let out = observed_on(&mut a, true, Duration::from_secs(61));
+    assert!(out.effects.is_empty(), "{:?}", out.effects);
+
+    // Host B's clock is behind: the record's word escalates it there at
+    // once, journaling nothing, and its own timer no longer fires.
+    let mut b = table();
+    observed_on(&mut b, false, Duration::ZERO);
+    let out = observed_on(&mut b, true, Duration::from_secs(59));
+    assert_eq!(escalated_requests(&out.effects), 1);
+    assert!(journal(&out.effects).is_empty(), "{:?}", out.effects);
+    assert_eq!(b.poll_timeout(), None);
+    let out = b.apply(Input::Expire, now(origin, Duration::from_secs(60)));
+    assert!(out.effects.is_empty(), "{:?}", out.effects);
+
+    // Host C first hears of it after it escalated: shown escalated at once.
+    let mut c = table();
+    let out = observed_on(&mut c, true, Duration::from_secs(5));
+    assert_eq!(escalated_requests(&out.effects), 1);
+    assert_eq!(c.poll_timeout(), None);
+    assert_eq!(c.admits("s", "q_e", &Lead), Some(true), "a lead may answer");
+    assert_eq!(a.admits("s", "q_e", &Lead), Some(true));
+}
+
+/// A person holding role `leads` only.
+struct Lead;
+
+impl ask_user_core::Member for Lead {
+    fn name(&self) -> &str {
+        "lee"
+    }
+    fn has_role(&self, role: &str) -> bool {
+        role == "leads"
+    }
 }
