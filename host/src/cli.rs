@@ -184,7 +184,9 @@ pub struct ServeArgs {
     /// The most bytes the database and its journal hold (at least 16 MiB;
     /// default 1 GiB). Past it the oldest resolved questions and messages are
     /// pruned to make room; pending questions and held answers never are, and
-    /// when they alone fill it new asks and messages get 507 STORE_FULL.
+    /// when they alone fill it new asks and messages get 507 STORE_FULL. On
+    /// PostgreSQL (--store) it bounds the schema's tables: past it new asks
+    /// and messages get 507 (nothing is pruned for room but by --keep-days).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_STORE_BYTES,
           value_parser = clap::value_parser!(u64).range(MIN_STORE_BYTES..))]
     pub max_store_bytes: u64,

@@ -992,3 +992,88 @@ async fn a_question_escalates_once_across_two_hosts_and_both_show_it_to_the_new_
         assert_eq!(stream.resolved().await.id, id, "no second escalation");
     }
 }
+
+#[tokio::test]
+async fn past_max_store_bytes_new_asks_get_507_store_full_and_answers_still_land() {
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let bound = (16 * 1024 * 1024).to_string();
+    let host = HostProcess::start_with_env_only(&["--max-store-bytes", &bound], &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let waiting = ask(host.origin(), "full", &request("Before it filled?"));
+    let id = the_one_pending(host.origin(), "full").await;
+
+    // Another program's rows (no trigger: nobody is told) fill the schema
+    // past the bound: 32 MB of text that does not compress.
+    pg.psql(
+        "SET session_replication_role = replica; \
+         INSERT INTO ask_user.messages (id, session, role, text, at_ms) \
+         SELECT 'filler-' || g, 'filler', 'agent', \
+         (SELECT string_agg(md5(random()::text || g || n), '') FROM generate_series(1, 250000) n), 0 \
+         FROM generate_series(1, 4) g",
+    )
+    .unwrap_or_else(|why| panic!("{why}"));
+    // A message does not wait for an answer: it probes until the host has
+    // measured the schema (once a second).
+    let messages = format!("{}/api/sessions/full/messages", host.origin());
+    let mut refused = (StatusCode::OK, Value::Null);
+    until(
+        "the host to measure the schema past the bound",
+        async || {
+            refused = send(client().post(&messages).json(&json!({"text": "probe"}))).await;
+            refused.0 == StatusCode::INSUFFICIENT_STORAGE
+        },
+    )
+    .await;
+    assert_eq!(
+        refused.1["error"]["code"],
+        json!("STORE_FULL"),
+        "{refused:?}"
+    );
+    let url = format!("{}/api/sessions/full/ask", host.origin());
+    let refused = send(client().post(&url).json(&request("After?"))).await;
+    assert_eq!(refused.0, StatusCode::INSUFFICIENT_STORAGE, "{refused:?}");
+    assert_eq!(
+        refused.1["error"]["code"],
+        json!("STORE_FULL"),
+        "{refused:?}"
+    );
+    assert!(
+        refused.1["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("--max-store-bytes")),
+        "{refused:?}"
+    );
+    // An answer resolves what waits: never refused for room.
+    let answered = answer(host.origin(), "full", &id, &choice("SQLite")).await;
+    assert_eq!(answered.0, StatusCode::OK, "{answered:?}");
+    let (status, batch) = within("the agent's answer", waiting).await.unwrap();
+    assert_eq!((status, batch), (StatusCode::OK, choice("SQLite")));
+
+    // Room again (the rows gone, the space given back): asks are taken.
+    for sql in [
+        "DELETE FROM ask_user.messages WHERE session = 'filler'",
+        "VACUUM FULL ask_user.messages",
+    ] {
+        pg.psql(sql).unwrap_or_else(|why| panic!("{why}"));
+    }
+    until("the host to measure the room", async || {
+        send(client().post(&messages).json(&json!({"text": "probe"})))
+            .await
+            .0
+            == StatusCode::OK
+    })
+    .await;
+    let again = ask(host.origin(), "full", &request("With room?"));
+    let id = the_one_pending(host.origin(), "full").await;
+    assert_eq!(
+        answer(host.origin(), "full", &id, &choice("Postgres"))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let (status, _) = within("the ask with room", again).await.unwrap();
+    assert_eq!(status, StatusCode::OK);
+}

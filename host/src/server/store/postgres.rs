@@ -41,7 +41,7 @@ use ask_user_core::wire::{
 };
 use futures_util::StreamExt;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -231,6 +231,12 @@ struct Inner {
     reader: tokio::sync::Mutex<Option<Client>>,
     runtime: tokio::runtime::Handle,
     max_open: usize,
+    /// `--max-store-bytes`: past it new asks and messages get 507.
+    max_bytes: u64,
+    /// What the schema's tables held when last measured (see [`measure_size`]).
+    size: AtomicU64,
+    /// When "full" was last logged (at most once a minute).
+    full_logged: Mutex<Option<std::time::Instant>>,
 }
 
 /// The record in a PostgreSQL database shared by several hosts.
@@ -381,12 +387,18 @@ impl PostgresStore {
             reader: tokio::sync::Mutex::new(None),
             runtime: tokio::runtime::Handle::current(),
             max_open: limits.max_restored_questions,
+            max_bytes: limits.max_bytes,
+            size: AtomicU64::new(0),
+            full_logged: Mutex::new(None),
         });
         let listener = listen(&inner).await.map_err(|e| fail(&e))?;
         *inner
             .first_listener
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(listener);
+        let size = schema_size(&writer.client).await.map_err(|e| fail(&e))?;
+        inner.size.store(size, Ordering::Release);
+        tokio::spawn(measure_size(inner.clone()));
         let pid = backend_pid(&writer.client).await.map_err(|e| fail(&e))?;
         inner.writer_pid.store(pid, Ordering::Release);
         let (jobs, queue) = mpsc::unbounded_channel();
@@ -407,6 +419,72 @@ impl PostgresStore {
     /// `host:port/dbname` of the database (no password).
     pub fn described(&self) -> &str {
         &self.inner.described
+    }
+}
+
+/// How often the schema's size is measured against `--max-store-bytes`.
+const SIZE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The bytes the schema's tables hold, with their indexes and TOAST: what
+/// `--max-store-bytes` bounds on PostgreSQL.
+async fn schema_size(client: &Client) -> Result<u64, tokio_postgres::Error> {
+    let size: i64 = client
+        .query_one(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+             JOIN pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = 'ask_user' AND c.relkind = 'r'",
+            &[],
+        )
+        .await?
+        .get(0);
+    Ok(size.max(0) as u64)
+}
+
+/// Measures the schema's size every [`SIZE_INTERVAL`] on a connection of
+/// its own (any host's writes count: the bound is the database's), until
+/// the runtime ends. A failure keeps the last figure; the writer reports
+/// the database's trouble.
+async fn measure_size(inner: Arc<Inner>) {
+    let mut client: Option<Client> = None;
+    loop {
+        tokio::time::sleep(SIZE_INTERVAL).await;
+        if client.as_ref().is_none_or(Client::is_closed) {
+            client = connect(&inner.config).await.ok().map(|l| l.client);
+        }
+        if let Some(connected) = &client
+            && let Ok(size) = schema_size(connected).await
+        {
+            inner.size.store(size, Ordering::Release);
+        }
+    }
+}
+
+impl Inner {
+    /// 507 `STORE_FULL` for a new question or message while the schema's
+    /// tables hold `--max-store-bytes` or more. Answers and cancels are
+    /// never refused for room (they resolve what waits); nothing is pruned
+    /// but by `--keep-days`, and PostgreSQL reuses the room deleted rows
+    /// leave (a `VACUUM FULL` gives it back to the disk).
+    fn full(&self) -> Option<StoreError> {
+        let size = self.size.load(Ordering::Acquire);
+        if size < self.max_bytes {
+            return None;
+        }
+        let mut logged = self.full_logged.lock().unwrap_or_else(|e| e.into_inner());
+        if logged.is_none_or(|at| at.elapsed() >= super::FAILURE_LOG_INTERVAL) {
+            tracing::warn!(
+                database = %self.described,
+                size,
+                max = self.max_bytes,
+                "the shared store is at --max-store-bytes: new questions and messages get 507 STORE_FULL"
+            );
+            *logged = Some(std::time::Instant::now());
+        }
+        Some(StoreError::Full(format!(
+            "{}: the schema ask_user holds {size} bytes, the most it may (--max-store-bytes {}); \
+             answer or cancel questions, or lower --keep-days, first",
+            self.described, self.max_bytes
+        )))
     }
 }
 
@@ -1632,6 +1710,11 @@ impl Inner {
 
 impl Store for PostgresStore {
     fn submit(&self, write: Write) -> Ticket {
+        if matches!(write, Write::Asked(_) | Write::Message { .. })
+            && let Some(full) = self.inner.full()
+        {
+            return Ticket::settled(Err(full));
+        }
         let (reply, ticket) = oneshot::channel();
         // A send fails only once the writer is gone; the ticket then says so.
         let _ = self.jobs.send(Job::Write(write, reply));
@@ -1673,6 +1756,10 @@ impl SharedRecord for PostgresStore {
         request_sha256: [u8; 32],
     ) -> oneshot::Receiver<Result<Taken, StoreError>> {
         let (reply, taken) = oneshot::channel();
+        if let Some(full) = self.inner.full() {
+            let _ = reply.send(Err(full));
+            return taken;
+        }
         let _ = self.jobs.send(Job::Take(asked, request_sha256, reply));
         taken
     }
