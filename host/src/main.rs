@@ -75,7 +75,7 @@ async fn main() -> ExitCode {
             run_serve(args).await
         }
         Command::Ask(args) => return ask_user_host::client::ask::run(args).await,
-        Command::History(args) => ask_user_host::client::history::run(&args),
+        Command::History(args) => ask_user_host::client::history::run_any(&args).await,
         Command::Pair(args) => ask_user_host::client::devices::run_pair(&args).await,
         Command::Devices(args) => ask_user_host::client::devices::run_devices(&args).await,
         Command::People(args) => ask_user_host::client::people::run_people(&args).await,

@@ -691,6 +691,35 @@ async fn a_person_added_through_one_host_answers_on_another_and_the_record_names
         "{history}"
     );
 
+    // `ask-user history --store` reads the shared record (no host needed).
+    let history_of = |format: &str| {
+        let output = std::process::Command::new(ask_user_tests::host_process::host_binary())
+            .args(["history", "--session", "people", "--format", format])
+            .env("ASK_USER_STORE", pg.url())
+            .env("PGPASSWORD", pg.password())
+            // Never a real data directory, whatever happens.
+            .env("ASK_USER_DATA_DIR", pg.dir().join("no-data-dir"))
+            .output()
+            .expect("run ask-user history");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let records: Value = serde_json::from_str(&history_of("json")).expect("a JSON array");
+    assert_eq!(records.as_array().map(Vec::len), Some(1), "{records}");
+    assert_eq!(records[0]["question"]["id"], json!(id));
+    assert_eq!(records[0]["by"]["person"], json!("ana"), "{records}");
+    let log = history_of("md");
+    assert!(
+        log.starts_with("# Decision log")
+            && log.contains("Which store?")
+            && log.contains("Answered by ana at"),
+        "{log}"
+    );
+
     // A second "ana" through host B is refused: one name across hosts.
     let (status, body) = send(
         client()

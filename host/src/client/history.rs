@@ -1,10 +1,11 @@
 //! `ask-user history`: prints the record of resolved questions from the data
-//! directory's database (read-only, so it works beside a running host), as
-//! JSON or as a readable Markdown decision log; `--clear` deletes it.
+//! directory's database (read-only, so it works beside a running host), or
+//! from the shared PostgreSQL store (`--store`, `ASK_USER_STORE`), as JSON or
+//! as a readable Markdown decision log; `--clear` deletes the file's.
 
 use crate::data_dir::DataDirArg;
 use crate::server::store::sqlite::{self, DATABASE_FILE};
-use crate::server::store::{HistoryQuery, HistoryRecord};
+use crate::server::store::{HistoryPage, HistoryQuery, HistoryRecord};
 use ask_user_core::SessionId;
 use ask_user_core::display::{escape_json_for_terminal, neutralise_for_terminal};
 use ask_user_core::wire::Outcome;
@@ -33,6 +34,16 @@ pub struct HistoryArgs {
     /// given) instead of printing them. Pending questions stay.
     #[arg(long, conflicts_with_all = ["since", "format"])]
     pub clear: bool,
+    /// Read the shared PostgreSQL store instead of the data directory's file
+    /// (`postgres://USER@HOST:PORT/DB`, the password in PGPASSWORD), as the
+    /// hosts given it do.
+    #[arg(
+        long,
+        env = "ASK_USER_STORE",
+        hide_env_values = true,
+        value_name = "URL"
+    )]
+    pub store: Option<String>,
 }
 
 /// How `ask-user history` prints.
@@ -44,11 +55,100 @@ pub enum Format {
     Md,
 }
 
-/// Runs `ask-user history`; `Err` says what went wrong.
-pub fn run(args: &HistoryArgs) -> Result<(), String> {
+/// Runs `ask-user history` on the shared store when `--store` (or
+/// `ASK_USER_STORE`) names one, else on the data directory's file ([`run`]).
+/// Call it on a multi-threaded tokio runtime (the shared store's pages are
+/// read in place, between the pages printed).
+pub async fn run_any(args: &HistoryArgs) -> Result<(), String> {
+    match &args.store {
+        #[cfg(feature = "postgres")]
+        Some(url) => run_shared(args, url).await,
+        #[cfg(not(feature = "postgres"))]
+        Some(_) => Err("--store: this ask-user was built without the postgres feature".to_owned()),
+        None => run(args),
+    }
+}
+
+#[cfg(feature = "postgres")]
+async fn run_shared(args: &HistoryArgs, url: &str) -> Result<(), String> {
+    use crate::server::store::postgres;
+    check_session(args)?;
+    if args.clear {
+        return Err(
+            "--clear deletes from the data directory's file; the shared store is pruned by the \
+             hosts' --keep-days (or by its database administrator)"
+                .to_owned(),
+        );
+    }
+    let reader = postgres::HistoryReader::connect(postgres::parse_url(url)?).await?;
+    // Dates are read and written as the file's are (SQLite's date functions).
+    let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|d| parse_date(&conn, d))
+        .transpose()?;
+    let query = HistoryQuery {
+        session: args.session.clone(),
+        since,
+        limit: Some(PAGE),
+        ..HistoryQuery::default()
+    };
+    let source = Source::Shared(&reader);
+    tokio::task::block_in_place(|| print(args.format, &conn, &source, query))
+}
+
+fn check_session(args: &HistoryArgs) -> Result<(), String> {
     if let Some(session) = &args.session {
         SessionId::parse(session).map_err(|e| format!("--session: {}", e.message))?;
     }
+    Ok(())
+}
+
+/// Where the pages come from.
+enum Source<'a> {
+    /// The data directory's SQLite file.
+    File(&'a Connection),
+    /// The shared PostgreSQL store (read on the current runtime, in place).
+    #[cfg(feature = "postgres")]
+    Shared(&'a crate::server::store::postgres::HistoryReader),
+}
+
+impl Source<'_> {
+    fn page(&self, query: &HistoryQuery, order: sqlite::Order) -> std::io::Result<HistoryPage> {
+        match self {
+            Source::File(conn) => {
+                sqlite::history_in(conn, query, order).map_err(std::io::Error::other)
+            }
+            #[cfg(feature = "postgres")]
+            Source::Shared(reader) => tokio::runtime::Handle::current()
+                .block_on(reader.page(query, order == sqlite::Order::OldestFirst))
+                .map_err(std::io::Error::other),
+        }
+    }
+}
+
+/// Prints the record as `format` asks, from `source`; `conn` formats dates.
+fn print(
+    format: Format,
+    conn: &Connection,
+    source: &Source<'_>,
+    query: HistoryQuery,
+) -> Result<(), String> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let printed = match format {
+        Format::Json => print_json(source, query, &mut out),
+        Format::Md => print_markdown(conn, source, query, &mut out),
+    };
+    printed
+        .and_then(|()| out.flush())
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `ask-user history` on the data directory's file; `Err` says what
+/// went wrong.
+pub fn run(args: &HistoryArgs) -> Result<(), String> {
+    check_session(args)?;
     let path = args.data_dir.resolve()?.join(DATABASE_FILE);
     if !path.exists() {
         return Err(format!(
@@ -56,8 +156,8 @@ pub fn run(args: &HistoryArgs) -> Result<(), String> {
             path.display()
         ));
     }
-    let mut out = std::io::stdout().lock();
     if args.clear {
+        let mut out = std::io::stdout().lock();
         let conn = sqlite::open_for_clearing(&path)?;
         let deleted = sqlite::clear(&conn, args.session.as_deref())
             .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -76,14 +176,7 @@ pub fn run(args: &HistoryArgs) -> Result<(), String> {
         limit: Some(PAGE),
         ..HistoryQuery::default()
     };
-    let mut out = std::io::BufWriter::new(out);
-    let printed = match args.format {
-        Format::Json => print_json(&conn, query, &mut out),
-        Format::Md => print_markdown(&conn, query, &mut out),
-    };
-    printed
-        .and_then(|()| out.flush())
-        .map_err(|e| e.to_string())
+    print(args.format, &conn, &Source::File(&conn), query)
 }
 
 /// Records read and printed at a time: the history is printed page by page,
@@ -93,13 +186,13 @@ const PAGE: usize = 32;
 
 /// The pages of `query` in `order`, each handed to `each` as it is read.
 fn for_each_page(
-    conn: &Connection,
+    source: &Source<'_>,
     mut query: HistoryQuery,
     order: sqlite::Order,
     mut each: impl FnMut(Vec<HistoryRecord>) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     loop {
-        let page = sqlite::history_in(conn, &query, order).map_err(std::io::Error::other)?;
+        let page = source.page(&query, order)?;
         each(page.records)?;
         match page.next_cursor {
             Some(cursor) => query.cursor = Some(cursor),
@@ -110,22 +203,22 @@ fn for_each_page(
 
 /// The records as one JSON array, newest first, written as they are read.
 fn print_json(
-    conn: &Connection,
+    source: &Source<'_>,
     query: HistoryQuery,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
     /// Serialises the pages as one sequence while reading them.
-    struct Streamed<'a> {
-        conn: &'a Connection,
+    struct Streamed<'a, 'b> {
+        source: &'a Source<'b>,
         query: HistoryQuery,
     }
-    impl serde::Serialize for Streamed<'_> {
+    impl serde::Serialize for Streamed<'_, '_> {
         fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
             use serde::ser::{Error, SerializeSeq};
             let mut seq = serializer.serialize_seq(None)?;
             let mut failed = None;
             let read = for_each_page(
-                self.conn,
+                self.source,
                 self.query.clone(),
                 sqlite::Order::NewestFirst,
                 |records| {
@@ -149,7 +242,7 @@ fn print_json(
         out,
         partial: Vec::new(),
     };
-    serde_json::to_writer_pretty(&mut escaped, &Streamed { conn, query })
+    serde_json::to_writer_pretty(&mut escaped, &Streamed { source, query })
         .map_err(std::io::Error::other)?;
     escaped.out.write_all(b"\n")
 }
@@ -186,12 +279,13 @@ impl<W: std::io::Write> std::io::Write for EscapedJson<W> {
 /// The decision log, oldest first, written as it is read.
 fn print_markdown(
     conn: &Connection,
+    source: &Source<'_>,
     query: HistoryQuery,
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
     out.write_all(b"# Decision log\n")?;
     let mut any = false;
-    for_each_page(conn, query, sqlite::Order::OldestFirst, |records| {
+    for_each_page(source, query, sqlite::Order::OldestFirst, |records| {
         for record in &records {
             any = true;
             out.write_all(record_markdown(conn, record).as_bytes())?;
@@ -277,9 +371,14 @@ fn record_markdown(conn: &Connection, record: &HistoryRecord) -> String {
             Outcome::Cancelled => "Closed",
             _ => "Answered",
         };
-        let place = match &by.device {
-            Some(device) => format!("on {}", one_line(&device.name)),
-            None => "on the host's page".to_owned(),
+        // A person (issue 24) is named, with their device when they used one.
+        let place = match (&by.person, &by.device) {
+            (Some(person), Some(device)) => {
+                format!("by {} on {}", one_line(person), one_line(&device.name))
+            }
+            (Some(person), None) => format!("by {}", one_line(person)),
+            (None, Some(device)) => format!("on {}", one_line(&device.name)),
+            (None, None) => "on the host's page".to_owned(),
         };
         let _ = writeln!(
             md,
@@ -387,9 +486,17 @@ mod tests {
         );
         let on_page = HistoryRecord {
             by: Some(ask_user_core::wire::AnsweredBy::page()),
-            ..record
+            ..record.clone()
         };
         assert!(markdown(&conn, &[on_page]).contains("Answered on the host's page at"));
+        let by_person = HistoryRecord {
+            by: Some(ask_user_core::wire::AnsweredBy {
+                person: Some("ana".to_owned()),
+                ..ask_user_core::wire::AnsweredBy::page()
+            }),
+            ..record
+        };
+        assert!(markdown(&conn, &[by_person]).contains("Answered by ana at"));
         assert!(md.contains("Note: “mind the step”\n"), "{md}");
     }
 

@@ -1655,56 +1655,125 @@ impl Inner {
             );
         }
         let client = reader.as_ref().expect("connected above");
-        let limit = query.page_size();
-        let rows = client
-            .query(
-                "SELECT seq, question, outcome, answer, resolved_ms, answered_by \
-                 FROM ask_user.questions \
-                 WHERE outcome IS NOT NULL AND ($1::text IS NULL OR session = $1) \
-                 AND ($2::bigint IS NULL OR resolved_ms < $2) \
-                 AND ($3::bigint IS NULL OR resolved_ms >= $3) \
-                 AND ($4::bigint IS NULL OR resolved_ms < $4 OR (resolved_ms = $4 AND seq < $5)) \
-                 ORDER BY resolved_ms DESC, seq DESC LIMIT $6",
-                &[
-                    &query.session,
-                    &query.before.map(|ms| ms as i64),
-                    &query.since.map(|ms| ms as i64),
-                    &query.cursor.map(|c| c.resolved_ms),
-                    &query.cursor.map(|c| c.row),
-                    &((limit + 1) as i64),
-                ],
+        history_page(client, query, false)
+            .await
+            .map_err(|e| unavailable(self, e))
+    }
+}
+
+/// A page of history from `client`: newest first (`GET /api/history`), or
+/// oldest first (the decision log), by the same cursor as the SQLite store's.
+async fn history_page(
+    client: &Client,
+    query: &HistoryQuery,
+    oldest_first: bool,
+) -> Result<HistoryPage, tokio_postgres::Error> {
+    let limit = query.page_size();
+    let sql = if oldest_first {
+        "SELECT seq, question, outcome, answer, resolved_ms, answered_by \
+         FROM ask_user.questions \
+         WHERE outcome IS NOT NULL AND ($1::text IS NULL OR session = $1) \
+         AND ($2::bigint IS NULL OR resolved_ms < $2) \
+         AND ($3::bigint IS NULL OR resolved_ms >= $3) \
+         AND ($4::bigint IS NULL OR resolved_ms > $4 OR (resolved_ms = $4 AND seq > $5)) \
+         ORDER BY resolved_ms, seq LIMIT $6"
+    } else {
+        "SELECT seq, question, outcome, answer, resolved_ms, answered_by \
+         FROM ask_user.questions \
+         WHERE outcome IS NOT NULL AND ($1::text IS NULL OR session = $1) \
+         AND ($2::bigint IS NULL OR resolved_ms < $2) \
+         AND ($3::bigint IS NULL OR resolved_ms >= $3) \
+         AND ($4::bigint IS NULL OR resolved_ms < $4 OR (resolved_ms = $4 AND seq < $5)) \
+         ORDER BY resolved_ms DESC, seq DESC LIMIT $6"
+    };
+    let rows = client
+        .query(
+            sql,
+            &[
+                &query.session,
+                &query.before.map(|ms| ms as i64),
+                &query.since.map(|ms| ms as i64),
+                &query.cursor.map(|c| c.resolved_ms),
+                &query.cursor.map(|c| c.row),
+                &((limit + 1) as i64),
+            ],
+        )
+        .await?;
+    let more = rows.len() > limit;
+    let mut records = Vec::with_capacity(rows.len().min(limit));
+    let mut last = None;
+    for row in rows.iter().take(limit) {
+        let resolved: i64 = row.get::<_, Option<i64>>(4).unwrap_or(0);
+        last = Some(HistoryCursor {
+            resolved_ms: resolved,
+            row: row.get(0),
+        });
+        let question = serde_json::from_str::<QuestionRequested>(row.get(1));
+        let outcome = Outcome::from_wire(row.get(2));
+        if let (Ok(question), Some(outcome)) = (question, outcome) {
+            records.push(HistoryRecord {
+                question,
+                outcome,
+                answer: row
+                    .get::<_, Option<&str>>(3)
+                    .and_then(|a| serde_json::from_str(a).ok()),
+                resolved_at_ms: resolved.max(0) as u64,
+                by: row
+                    .get::<_, Option<&str>>(5)
+                    .and_then(|by| serde_json::from_str(by).ok()),
+            });
+        }
+    }
+    Ok(HistoryPage {
+        records,
+        next_cursor: last.filter(|_| more),
+    })
+}
+
+/// The shared store's history for `ask-user history --store …`: a
+/// connection of its own, read a page at a time.
+pub struct HistoryReader {
+    client: Client,
+    described: String,
+}
+
+impl HistoryReader {
+    /// Connects to the database of `config` ([`parse_url`]); refuses one
+    /// without the shared store's schema, or of a newer schema.
+    pub async fn connect(config: Config) -> Result<Self, String> {
+        let described = describe(&config);
+        let fail = |e: tokio_postgres::Error| format!("{described}: {e}");
+        let client = connect(&config).await.map_err(fail)?.client;
+        let version: Option<i32> = client
+            .query_one(
+                "SELECT CASE WHEN to_regclass('ask_user.schema_version') IS NULL THEN NULL \
+                 ELSE (SELECT max(version) FROM ask_user.schema_version) END",
+                &[],
             )
             .await
-            .map_err(|e| unavailable(self, e))?;
-        let more = rows.len() > limit;
-        let mut records = Vec::with_capacity(rows.len().min(limit));
-        let mut last = None;
-        for row in rows.iter().take(limit) {
-            let resolved: i64 = row.get::<_, Option<i64>>(4).unwrap_or(0);
-            last = Some(HistoryCursor {
-                resolved_ms: resolved,
-                row: row.get(0),
-            });
-            let question = serde_json::from_str::<QuestionRequested>(row.get(1));
-            let outcome = Outcome::from_wire(row.get(2));
-            if let (Ok(question), Some(outcome)) = (question, outcome) {
-                records.push(HistoryRecord {
-                    question,
-                    outcome,
-                    answer: row
-                        .get::<_, Option<&str>>(3)
-                        .and_then(|a| serde_json::from_str(a).ok()),
-                    resolved_at_ms: resolved.max(0) as u64,
-                    by: row
-                        .get::<_, Option<&str>>(5)
-                        .and_then(|by| serde_json::from_str(by).ok()),
-                });
-            }
+            .map_err(fail)?
+            .get(0);
+        match version {
+            None => Err(format!(
+                "{described}: no ask-user record (schema ask_user): start a host with --store first"
+            )),
+            Some(version) if version > SCHEMA_VERSION => Err(format!(
+                "{described}: written by a newer ask-user (schema {version}, this one knows \
+                 {SCHEMA_VERSION}); upgrade this ask-user"
+            )),
+            Some(_) => Ok(Self { client, described }),
         }
-        Ok(HistoryPage {
-            records,
-            next_cursor: last.filter(|_| more),
-        })
+    }
+
+    /// A page of `query`, oldest first or newest first.
+    pub async fn page(
+        &self,
+        query: &HistoryQuery,
+        oldest_first: bool,
+    ) -> Result<HistoryPage, String> {
+        history_page(&self.client, query, oldest_first)
+            .await
+            .map_err(|e| format!("{}: {e}", self.described))
     }
 }
 
