@@ -660,7 +660,9 @@ async fn a_person_added_through_one_host_answers_on_another_and_the_record_names
     let (a, b) = (start_host(&pg), start_host(&pg));
     let added = cli(&a, &["people", "add", "ana", "--role", "oncall"]);
     let ana = credential_in(&added, "aup_");
-    // Host B knows her at once, and lists her (never her credential).
+    // Host B knows her once the notification is there, and lists her
+    // (never her credential).
+    assert_eq!(known_on(b.origin(), &ana).await, StatusCode::OK);
     let listed = cli(&b, &["people", "list"]);
     assert!(
         listed.contains("ana") && listed.contains("roles: oncall"),
@@ -928,12 +930,12 @@ async fn an_agent_token_made_through_one_host_asks_on_another_and_answers_on_nei
     let (a, b) = (start_host(&pg), start_host(&pg));
     let printed = cli(&a, &["agents", "add", "ci"]);
     let token = credential_in(&printed, "aua_");
-    assert!(cli(&b, &["agents", "list"]).contains("ci"));
     assert_eq!(
         known_on(b.origin(), &token).await,
         StatusCode::FORBIDDEN,
         "an agent token may only ask"
     );
+    assert!(cli(&b, &["agents", "list"]).contains("ci"));
     // It asks through host B.
     let url = format!("{}/api/sessions/agents/ask", b.origin());
     let body = request("From CI?");
