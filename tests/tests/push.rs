@@ -250,6 +250,35 @@ async fn a_batch_is_pushed_only_to_devices_of_people_in_its_audience() {
 }
 
 #[tokio::test]
+async fn an_escalation_pushes_once_to_the_people_it_brings_into_the_audience_only() {
+    let setup = Setup::start().await;
+    person_subscribed(&setup, "ana", &["oncall"]).await;
+    person_subscribed(&setup, "lee", &["leads"]).await;
+    person_subscribed(&setup, "bo", &["design"]).await;
+    let (_, _, _) = setup.subscribed("owners-phone").await;
+    let _agent = setup.host.ask(
+        "deploy",
+        "",
+        &json!({"audience": {"role": "oncall"},
+            "escalate_after": {"seconds": 1, "role": "leads"},
+            "questions": [{"id": "q1", "question": "Ship it?", "header": "Deploy"}]}),
+    );
+    setup.stub.wait_for("ana", 1).await;
+    setup.stub.wait_for("owners-phone", 1).await;
+    // After a second the question escalates to leads: lee's phone hears of it.
+    setup.stub.wait_for("lee", 1).await;
+    // The sends start in one step: give a wrong one a moment to arrive.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut names: Vec<String> = setup.stub.received().into_iter().map(|r| r.name).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["ana", "lee", "owners-phone"],
+        "ana and the owner once (not again at the escalation), lee at it, bo never"
+    );
+}
+
+#[tokio::test]
 async fn a_revoked_device_gets_nothing_while_another_still_does() {
     let setup = Setup::start().await;
     let (revoked, _, _) = setup.subscribed("lost-phone").await;

@@ -369,6 +369,8 @@ pub struct Waiting {
     /// The one question's id and option labels, when it is single-select
     /// (the notification's buttons; see [`PushMessage::ask_with_choices`]).
     pub choices: Option<(String, Vec<String>)>,
+    /// Its audience was widened by its `escalate_after` (issue 24).
+    pub escalated: bool,
 }
 
 /// Decides what to push as batches come and go: each batch that arrives while
@@ -380,13 +382,44 @@ pub struct Dispatcher {
     seen: HashSet<String>,
     /// The pushed ones still waiting: id → session.
     pushed: HashMap<String, String>,
+    /// The ones seen escalated (pushed to their wider audience, or first
+    /// seen so): an escalation is pushed once.
+    widened: HashSet<String>,
 }
 
 impl Dispatcher {
     /// Whether the batch `id` was seen waiting already (what it says is then
-    /// not read again).
-    pub fn has_seen(&self, id: &str) -> bool {
-        self.seen.contains(id)
+    /// not read again), escalated when it is now.
+    pub fn has_seen(&self, id: &str, escalated: bool) -> bool {
+        self.seen.contains(id) && (!escalated || self.widened.contains(id))
+    }
+
+    /// The batches seen before that escalated since: each pushed once more,
+    /// for the people its escalation brought into its audience (see
+    /// `send_to_newly_admitted`); nothing while the person is `present`.
+    pub fn widen(&mut self, waiting: &[Waiting], present: bool) -> Vec<PushMessage> {
+        let mut out = Vec::new();
+        for batch in waiting.iter().filter(|batch| batch.escalated) {
+            if !self.seen.contains(&batch.id) || !self.widened.insert(batch.id.clone()) {
+                continue;
+            }
+            if present {
+                continue;
+            }
+            out.push(PushMessage::ask_with_choices(
+                &batch.session,
+                &batch.id,
+                &batch.who,
+                &batch.text,
+                batch.count,
+                batch
+                    .choices
+                    .as_ref()
+                    .map(|(item, labels)| (item.as_str(), labels.as_slice())),
+            ));
+            self.pushed.insert(batch.id.clone(), batch.session.clone());
+        }
+        out
     }
 
     /// What to send now that `waiting` waits and the person is (or is not)
@@ -406,9 +439,14 @@ impl Dispatcher {
             }
         }
         self.seen.retain(|id| now.contains(id.as_str()));
+        self.widened.retain(|id| now.contains(id.as_str()));
         for batch in waiting {
             if !self.seen.insert(batch.id.clone()) {
                 continue;
+            }
+            // Escalated already: its first push reaches the wider audience.
+            if batch.escalated {
+                self.widened.insert(batch.id.clone());
             }
             // Arrived while the person looks: the page's own signals do it.
             if present {
@@ -434,7 +472,7 @@ impl Dispatcher {
 /// Every batch waiting now, across sessions: the table's shared events (no
 /// copy of a request), described in full only when `seen` says the
 /// dispatcher has not seen it yet (else its id and session alone).
-fn waiting_now(state: &AppState, seen: impl Fn(&str) -> bool) -> Vec<Waiting> {
+fn waiting_now(state: &AppState, seen: impl Fn(&str, bool) -> bool) -> Vec<Waiting> {
     let pending = state.pending();
     let list = pending.sessions(now_ms());
     let mut waiting = Vec::new();
@@ -443,10 +481,12 @@ fn waiting_now(state: &AppState, seen: impl Fn(&str) -> bool) -> Vec<Waiting> {
             let ask_user_core::wire::SessionEvent::QuestionRequested(question) = &*event else {
                 continue;
             };
-            if seen(&question.id) {
+            let escalated = event.is_escalated();
+            if seen(&question.id, escalated) {
                 waiting.push(Waiting {
                     id: question.id.clone(),
                     session: question.session.clone(),
+                    escalated,
                     ..Waiting::default()
                 });
                 continue;
@@ -477,6 +517,7 @@ fn waiting_now(state: &AppState, seen: impl Fn(&str) -> bool) -> Vec<Waiting> {
                             q.options().iter().map(|o| o.label.clone()).collect(),
                         )
                     }),
+                escalated,
             });
         }
     }
@@ -505,14 +546,20 @@ pub fn spawn(state: &AppState) {
         let mut dispatcher = Dispatcher::default();
         loop {
             let present = state.presence().present(std::time::Instant::now());
-            let waiting = waiting_now(&state, |id| dispatcher.has_seen(id));
+            let waiting = waiting_now(&state, |id, escalated| dispatcher.has_seen(id, escalated));
             let messages = dispatcher.step(&waiting, present);
             for message in messages {
                 if let Some((target, client)) = &ntfy {
                     post_to_ntfy(&state, target, client, &message);
                 }
                 if let Some(push) = &push {
-                    send_to_all(&state, push, message);
+                    send_to(&state, push, message, Reach::Audience);
+                }
+            }
+            // The ntfy topic is the owner's: they had the first push.
+            for message in dispatcher.widen(&waiting, present) {
+                if let Some(push) = &push {
+                    send_to(&state, push, message, Reach::NewlyAdmitted);
                 }
             }
             tokio::select! {
@@ -552,9 +599,21 @@ fn post_to_ntfy(
     });
 }
 
-/// Sends `message` to every opted-in device still paired, each in a task of
-/// its own; a subscription the push service says is gone is dropped.
-fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
+/// Which devices a push goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Every one whose person is in the batch's audience now (the owner's
+    /// devices and the desktop see all).
+    Audience,
+    /// Only those of people the batch's escalation brought into its
+    /// audience (the others had its first push).
+    NewlyAdmitted,
+}
+
+/// Sends `message` to the opted-in devices still paired that `reach` says,
+/// each in a task of its own; a subscription the push service says is gone
+/// is dropped.
+fn send_to(state: &AppState, push: &Arc<Push>, message: PushMessage, reach: Reach) {
     // A batch is shown only to devices whose person is in its audience (the
     // owner's devices and the desktop see all); a close reveals nothing.
     let shown = match &message {
@@ -573,7 +632,19 @@ fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
             None => true,
             Some(None) => false,
             Some(Some(event)) => {
-                Viewer::of(state, Some(&Credential::Device(device.clone()))).sees(event)
+                let viewer = Viewer::of(state, Some(&Credential::Device(device.clone())));
+                match (reach, &viewer, &**event) {
+                    (Reach::Audience, ..) => viewer.sees(event),
+                    (
+                        Reach::NewlyAdmitted,
+                        Viewer::Person(person),
+                        SessionEvent::QuestionRequested(question),
+                    ) => {
+                        question.request.admits(person.as_ref(), true)
+                            && !question.request.admits(person.as_ref(), false)
+                    }
+                    (Reach::NewlyAdmitted, ..) => false,
+                }
             }
         })
         .map(|d| d.record.id.clone())
@@ -581,7 +652,9 @@ fn send_to_all(state: &AppState, push: &Arc<Push>, message: PushMessage) {
     let targets: Vec<(String, Subscription)> = push
         .subscriptions()
         .iter()
-        .filter(|(device, _)| paired.contains(*device) || *device == DESKTOP)
+        .filter(|(device, _)| {
+            paired.contains(*device) || (*device == DESKTOP && reach == Reach::Audience)
+        })
         .map(|(d, s)| (d.clone(), s.clone()))
         .collect();
     if targets.is_empty() {
@@ -646,6 +719,7 @@ mod tests {
             text: "Ship it?".to_owned(),
             count: 1,
             choices: None,
+            escalated: false,
         }
     }
 
@@ -674,6 +748,37 @@ mod tests {
         );
         assert_eq!(kinds(&dispatcher.step(&[], true)), ["close ask-user:s:b"]);
         assert!(dispatcher.step(&[], false).is_empty());
+    }
+
+    #[test]
+    fn an_escalation_is_pushed_once_to_its_wider_audience_and_a_batch_first_seen_escalated_once_in_all()
+     {
+        let mut dispatcher = Dispatcher::default();
+        assert_eq!(kinds(&dispatcher.step(&[batch("a")], false)), ["ask a"]);
+        let escalated = Waiting {
+            escalated: true,
+            ..batch("a")
+        };
+        assert!(
+            !dispatcher.has_seen("a", true),
+            "read in full once escalated"
+        );
+        let now = [escalated.clone()];
+        assert!(dispatcher.step(&now, false).is_empty());
+        assert_eq!(kinds(&dispatcher.widen(&now, false)), ["ask a"]);
+        assert!(dispatcher.has_seen("a", true));
+        assert!(dispatcher.widen(&now, false).is_empty(), "once");
+        // Seen escalated from the start: one push, already to everyone.
+        let b = Waiting {
+            escalated: true,
+            ..batch("b")
+        };
+        let now = [escalated, b];
+        assert_eq!(kinds(&dispatcher.step(&now, false)), ["ask b"]);
+        assert!(dispatcher.widen(&now, false).is_empty());
+        let mut closed = kinds(&dispatcher.step(&[], false));
+        closed.sort();
+        assert_eq!(closed, ["close ask-user:s:a", "close ask-user:s:b"]);
     }
 
     #[test]
