@@ -465,6 +465,23 @@ mod tests {
         config
     }
 
+    #[test]
+    fn data_dir_may_follow_the_action_of_people_and_agents() {
+        for args in [
+            ["ask-user", "people", "list", "--data-dir", "/tmp/x"],
+            ["ask-user", "agents", "list", "--data-dir", "/tmp/x"],
+            ["ask-user", "people", "--data-dir", "/tmp/x", "list"],
+        ] {
+            let cli = Cli::try_parse_from(args).expect("the arguments parse");
+            let data_dir = match cli.command {
+                Command::People(people) => people.host.data_dir,
+                Command::Agents(agents) => agents.host.data_dir,
+                other => panic!("parsed as {other:?}"),
+            };
+            assert_eq!(data_dir.data_dir, Some(PathBuf::from("/tmp/x")), "{args:?}");
+        }
+    }
+
     fn serve_args(args: &[&str]) -> ServeArgs {
         let cli = Cli::try_parse_from(["ask-user", "serve"].iter().chain(args))
             .expect("the arguments parse");
