@@ -13,7 +13,7 @@
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
 use crate::server::state::AppState;
-use crate::server::store::{DeviceRecord, Write, now_ms};
+use crate::server::store::{DeviceRecord, FollowingDevices, Write, now_ms};
 use axum::extract::{Path, Request, State};
 use axum::http::header::{SET_COOKIE, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -887,6 +887,12 @@ pub fn presented_credential(headers: &HeaderMap) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == DEVICE_COOKIE)
         .map(|(_, value)| value.to_owned())
+}
+
+impl FollowingDevices for Devices {
+    fn follow(&self, paired: Vec<DeviceRecord>) -> usize {
+        Devices::follow(self, paired)
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 pub mod accept;
 pub mod api;
+pub mod canonical;
 pub mod demo;
 pub mod devices;
 pub mod devices_page;
@@ -13,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod extract;
 pub mod inbox;
+pub mod limits;
 pub mod mcp;
 pub mod pages;
 pub mod pending;

@@ -3,10 +3,11 @@
 //! limit and the shutdown signal.
 
 use crate::server::error::ApiError;
+use crate::server::limits::{DEFAULT_MAX_PENDING_BYTES, MAX_INBOX_STREAMS};
 use crate::server::mcp::McpLifecycle;
 use crate::server::pending::{
-    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, PendingConfig, PendingLimit, PendingTable,
-    Subscription, spawn_grace_timer,
+    DEFAULT_DETACH_GRACE, PendingConfig, PendingLimit, PendingTable, Subscription,
+    spawn_grace_timer,
 };
 use crate::server::provider::WebProvider;
 use crate::server::store::{EphemeralStore, Store, StoreError, Write, now_ms};
@@ -18,25 +19,11 @@ use ask_user_core::{
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub use crate::server::limits::{
+    DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
+};
 use tokio_util::sync::CancellationToken;
-
-/// Default for `--max-pending`.
-pub const DEFAULT_MAX_PENDING: usize = 10_000;
-
-/// Default for `--max-streams`: event streams open at once. Each may queue up
-/// to the event buffer's byte budget (1 MiB) while its reader stalls.
-pub const DEFAULT_MAX_STREAMS: usize = 256;
-
-/// Default for `--max-mcp-sessions`. Sessions of clients that exited without
-/// closing them linger until the 24-hour idle timeout, so the cap leaves room
-/// for a day of agent restarts; each session costs only a task and a few small
-/// channels, so 256 of them stay cheap.
-pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
-
-/// Default for `--mcp-wait-budget`: how long an MCP call without a progress
-/// token (and not a task) waits before it returns `waiting`. Shorter than the
-/// 60 s request timeout common MCP clients default to.
-pub const DEFAULT_MCP_WAIT_BUDGET: Duration = Duration::from_secs(45);
 
 /// How the host runs (what `ask-user serve` was given).
 #[derive(Debug, Clone)]
@@ -267,9 +254,7 @@ impl AppState {
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
                 mcp: McpLifecycle::default(),
-                inbox_streams: Arc::new(tokio::sync::Semaphore::new(
-                    crate::server::inbox::MAX_INBOX_STREAMS,
-                )),
+                inbox_streams: Arc::new(tokio::sync::Semaphore::new(MAX_INBOX_STREAMS)),
                 pages: Default::default(),
                 run: random_token(),
                 devices,
@@ -321,7 +306,7 @@ impl AppState {
         &self.inner.people
     }
 
-    /// The open inbox streams' permits (see [`crate::server::inbox::MAX_INBOX_STREAMS`]).
+    /// The open inbox streams' permits (see [`MAX_INBOX_STREAMS`]).
     pub fn inbox_streams(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.inbox_streams
     }
