@@ -491,7 +491,7 @@ impl Inner {
 }
 
 fn code_matches(expected: &str, presented: &str) -> bool {
-    crate::server::security::token_matches(expected, presented)
+    crate::server::guard::token_matches(expected, presented)
 }
 
 /// "Browser, OS" from a user agent, for the approval question.
@@ -780,7 +780,7 @@ fn refused(state: &AppState, request_peer: std::net::IpAddr, error: PairingError
 fn client(request: &Request) -> std::net::IpAddr {
     request
         .extensions()
-        .get::<crate::server::security::ClientAddr>()
+        .get::<crate::server::guard::ClientAddr>()
         .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| {
             c.0
         })

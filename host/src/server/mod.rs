@@ -13,6 +13,7 @@ pub mod devices_page;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod guard;
 pub mod inbox;
 pub mod limits;
 pub mod mcp;
@@ -26,6 +27,7 @@ pub mod state;
 pub mod store;
 pub mod transcript;
 
+pub use self::accept::DRAIN_TIMEOUT;
 pub use self::error::ApiError;
 pub use self::pending::{PendingTable, Resolution, SharedEvent, Subscription};
 pub use self::provider::WebProvider;
@@ -37,13 +39,8 @@ use axum::http::HeaderValue;
 use axum::http::header::{REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, get};
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::set_header::SetResponseHeaderLayer;
-
-/// How long shutdown waits for connections still serving a request (the
-/// resolved asks' responses) after every pending ask was resolved.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The application's router: the `/api` routes (behind the token, except
 /// health), the page, and the security layers around all of it.

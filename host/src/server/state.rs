@@ -67,7 +67,7 @@ pub struct HostConfig {
     pub keep_days: u32,
     /// The origin a paired device reaches the person's side through
     /// (`--remote https://NAME[:PORT]`), besides loopback.
-    pub remote: Option<crate::server::security::RemoteOrigin>,
+    pub remote: Option<crate::server::guard::RemoteOrigin>,
     /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
     /// remote origin, with the master token (`--remote-agents`).
     pub remote_agents: bool,
@@ -132,7 +132,7 @@ struct Inner {
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
     shutdown: CancellationToken,
-    guard: crate::server::security::Guard,
+    guard: crate::server::guard::Guard,
     mcp: McpLifecycle,
     streams: Arc<tokio::sync::Semaphore>,
     inbox_streams: Arc<tokio::sync::Semaphore>,
@@ -245,7 +245,7 @@ impl AppState {
         }
         Self {
             inner: Arc::new(Inner {
-                guard: crate::server::security::Guard::new(&config.token),
+                guard: crate::server::guard::Guard::new(&config.token),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
                 pending,
@@ -292,7 +292,7 @@ impl AppState {
     }
 
     /// This run's cookie and the throttle of wrong tokens.
-    pub fn guard(&self) -> &crate::server::security::Guard {
+    pub fn guard(&self) -> &crate::server::guard::Guard {
         &self.inner.guard
     }
 
