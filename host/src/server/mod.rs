@@ -61,7 +61,10 @@ pub fn app(state: AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), security::token_landing));
     Router::new()
         .merge(api)
-        .merge(mcp::router(&state))
+        .merge(
+            mcp::router(&state)
+                .route_layer(from_fn_with_state(state.clone(), security::require_token)),
+        )
         .merge(devices_page::router())
         .merge(page)
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))

@@ -35,7 +35,6 @@ pub use tool::{AskUserServer, call_result, error_line, tool};
 
 use crate::server::error::ApiError;
 use crate::server::extract::BODY_LIMIT;
-use crate::server::security;
 use crate::server::state::AppState;
 use ask_user_core::{SessionId, UserInteractionError};
 use axum::Router;
@@ -88,10 +87,11 @@ async fn check_session_query(mut request: Request, next: Next) -> Response {
     }
 }
 
-/// The `/mcp` route with its layers: the token (401), the `?session=` check
-/// (400), the session limit (429), then rmcp's Streamable HTTP service. The
-/// `Host`/`Origin` checks and the security headers come from the layers
-/// [`crate::app`] puts around every route.
+/// The `/mcp` route with its layers: the `?session=` check (400), the
+/// session limit (429), then rmcp's Streamable HTTP service. The token (401)
+/// is the layer [`crate::app`] puts around it (so MCP names nothing of the
+/// middleware, which names MCP's path), the `Host`/`Origin` checks and the
+/// security headers the layers it puts around every route.
 ///
 /// Building it starts nothing: [`lifecycle::spawn`] (called by
 /// [`crate::serve`]) closes the sessions at shutdown.
@@ -124,7 +124,6 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route_layer(from_fn_with_state(sessions, sessions::limit_sessions))
         .route_layer(from_fn_with_state(lifecycle, lifecycle::watch_exchange))
         .route_layer(from_fn(check_session_query))
-        .route_layer(from_fn_with_state(state.clone(), security::require_token))
 }
 
 #[cfg(test)]
