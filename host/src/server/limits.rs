@@ -29,3 +29,9 @@ pub const DEFAULT_MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
 /// The most inbox streams open at once (a browser keeps one for all its
 /// tabs); one more is refused with 429 `TOO_MANY_STREAMS`.
 pub const MAX_INBOX_STREAMS: usize = 32;
+
+/// How often a call with a progress token hears that the person is still
+/// answering. Half of the 10 s that clients resetting their timeout on
+/// progress may be promised, so one late tick (a busy machine, a slow proxy)
+/// still arrives in time; one small SSE frame per 5 s costs nothing.
+pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);

@@ -17,6 +17,7 @@ pub mod guard;
 pub mod inbox;
 pub mod limits;
 pub mod mcp;
+pub mod mcp_state;
 pub mod pages;
 pub mod pending;
 pub mod people;
@@ -89,8 +90,8 @@ pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()
     serve_with(listener, state, accept::Limits::default()).await
 }
 
-/// Starts the host's background tasks ([`AppState::spawn_background_tasks`]:
-/// the detach grace's timer, closing MCP sessions at shutdown), then serves
+/// Starts the host's background tasks ([`spawn_background_tasks`]: the
+/// detach grace's timer, closing MCP sessions at shutdown), then serves
 /// [`app`] on `listener` through the host's accept loop ([`accept`]:
 /// timeouts, the connection cap) until [`ShutdownHandle::shutdown`] is called.
 /// Then connections that are not serving a request close at once, and the
@@ -113,7 +114,7 @@ pub async fn serve_tls(
     limits: accept::Limits,
     tls: Option<accept::TlsConfig>,
 ) -> std::io::Result<()> {
-    state.spawn_background_tasks();
+    spawn_background_tasks(&state);
     if state.config().demo {
         demo::spawn(state.clone());
     }
@@ -123,6 +124,21 @@ pub async fn serve_tls(
         tracing::error!(error = %crate::logged::logged(&error), "the store could not keep the last writes");
     }
     Ok(())
+}
+
+/// Starts the host's background tasks: the detach grace's timer, pruning the
+/// record, closing MCP sessions at shutdown and sending pushes. Only
+/// [`serve_tls`] calls it; building the router starts nothing. It lives here,
+/// above the state and the rooms, so the state imports none of them back.
+fn spawn_background_tasks(state: &AppState) {
+    pending::spawn_grace_timer(state.pending().clone(), state.shutdown_token());
+    store::spawn_pruning(
+        state.record().clone(),
+        state.config().keep_days,
+        state.shutdown_token(),
+    );
+    mcp::lifecycle::spawn(state);
+    push::service::spawn(state);
 }
 
 #[cfg(test)]

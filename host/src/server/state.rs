@@ -4,10 +4,9 @@
 
 use crate::server::error::ApiError;
 use crate::server::limits::{DEFAULT_MAX_PENDING_BYTES, MAX_INBOX_STREAMS};
-use crate::server::mcp::McpLifecycle;
+use crate::server::mcp_state::McpLifecycle;
 use crate::server::pending::{
     DEFAULT_DETACH_GRACE, PendingConfig, PendingLimit, PendingTable, Subscription,
-    spawn_grace_timer,
 };
 use crate::server::provider::WebProvider;
 use crate::server::store::{EphemeralStore, Store, StoreError, Write, now_ms};
@@ -59,7 +58,7 @@ pub struct HostConfig {
     /// as the person needs. Unused when `detach_grace` is zero.
     pub mcp_wait_budget: Option<Duration>,
     /// How often an MCP call with a progress token hears that the person is
-    /// still answering ([`crate::server::mcp::tool::PROGRESS_INTERVAL`]; the hidden
+    /// still answering ([`crate::server::limits::PROGRESS_INTERVAL`]; the hidden
     /// `--progress-interval` shortens it for tests only).
     pub progress_interval: Duration,
     /// Resolved questions and messages older than this many days are pruned
@@ -96,7 +95,7 @@ impl HostConfig {
             demo: false,
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
-            progress_interval: crate::server::mcp::tool::PROGRESS_INTERVAL,
+            progress_interval: crate::server::limits::PROGRESS_INTERVAL,
             keep_days: crate::server::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,
@@ -552,19 +551,12 @@ impl AppState {
     pub fn mcp_lifecycle(&self) -> &McpLifecycle {
         &self.inner.mcp
     }
+}
 
-    /// Starts the host's background tasks: the detach grace's timer, and
-    /// closing MCP sessions at shutdown. [`crate::serve`] calls it; building
-    /// the router starts nothing.
-    pub fn spawn_background_tasks(&self) {
-        spawn_grace_timer(self.inner.pending.clone(), self.shutdown_token());
-        crate::server::store::spawn_pruning(
-            self.inner.record.clone(),
-            self.inner.config.keep_days,
-            self.shutdown_token(),
-        );
-        crate::server::mcp::lifecycle::spawn(self);
-        crate::server::push::service::spawn(self);
+/// MCP's sub-state, for its layers (`State<McpLifecycle>`).
+impl axum::extract::FromRef<AppState> for McpLifecycle {
+    fn from_ref(state: &AppState) -> Self {
+        state.inner.mcp.clone()
     }
 }
 

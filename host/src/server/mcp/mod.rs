@@ -29,8 +29,9 @@ pub mod lifecycle;
 pub mod sessions;
 pub mod tool;
 
-pub use lifecycle::{McpLifecycle, RESULT_DRAIN};
-pub use sessions::{Admission, CappedSessions, SessionEnds, SessionsError};
+pub use crate::server::mcp_state::{McpLifecycle, SessionEnds};
+pub use lifecycle::RESULT_DRAIN;
+pub use sessions::{Admission, CappedSessions, SessionsError};
 pub use tool::{AskUserServer, call_result, error_line, tool};
 
 use crate::server::error::ApiError;
@@ -38,7 +39,7 @@ use crate::server::extract::BODY_LIMIT;
 use crate::server::state::AppState;
 use ask_user_core::{SessionId, UserInteractionError};
 use axum::Router;
-use axum::extract::{Query, Request};
+use axum::extract::{FromRef, Query, Request};
 use axum::http::Uri;
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -100,7 +101,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     session_config.keep_alive = Some(MCP_SESSION_IDLE);
     let mut local = LocalSessionManager::default();
     local.session_config = session_config;
-    let lifecycle = state.mcp_lifecycle().clone();
+    let lifecycle = McpLifecycle::from_ref(state);
     let sessions = Arc::new(CappedSessions::new(
         local,
         state.config().max_mcp_sessions,
