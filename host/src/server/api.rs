@@ -1,7 +1,7 @@
 //! The JSON routes under `/api`: the agent's ask, the browser's answer and
 //! cancel, the pending list, transcript messages and health.
 
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::{BodyText, QuestionId, Session};
 use crate::server::pending::{SharedEvent, question_tail};
@@ -270,7 +270,7 @@ async fn cancel(
 /// The paired device a request came from, if it came from one.
 fn device_of(
     credential: &Option<Extension<Credential>>,
-) -> Option<std::sync::Arc<crate::server::devices::Device>> {
+) -> Option<std::sync::Arc<crate::server::credential::Device>> {
     match credential {
         Some(Extension(Credential::Device(device))) => Some(device.clone()),
         _ => None,

@@ -10,6 +10,8 @@
 //! the store. A device answers on the `--remote` origin with that cookie;
 //! revoking it ends its streams at once and refuses its next request (401).
 
+pub use crate::server::credential::{Credential, Device, SEEN_WRITE_EVERY};
+use crate::server::credential::{random_hex, sha256_hex};
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
 use crate::server::state::AppState;
@@ -21,22 +23,16 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
 /// How long a pairing code may be used.
 pub const PAIRING_LIFE: Duration = Duration::from_secs(5 * 60);
 
 /// The most pairings open at once (a new one past it closes the oldest).
 pub const MAX_OPEN_PAIRINGS: usize = 16;
-
-/// How often a device's last-seen time is written to the store: at most
-/// once this long per device (its requests are many; the list shows minutes).
-pub const SEEN_WRITE_EVERY: Duration = Duration::from_secs(60);
 
 /// The most devices paired at once.
 pub const MAX_DEVICES: usize = 64;
@@ -47,68 +43,6 @@ pub const DEVICE_COOKIE: &str = "__Host-ask_user_device";
 
 /// The longest device name kept (longer ones are cut).
 pub const MAX_DEVICE_NAME_CHARS: usize = 64;
-
-/// Who a request authenticated as (in the request's extensions once
-/// [`crate::server::security::require_token`] let it through).
-#[derive(Debug, Clone)]
-pub enum Credential {
-    /// The master token or the page's cookie (loopback).
-    Master,
-    /// A paired device's credential (the `--remote` origin).
-    Device(Arc<Device>),
-    /// A person's own credential (issue 24: `Authorization: Bearer aup_…`).
-    Person(Arc<crate::server::people::Person>),
-    /// An agent token (issue 24): asks only.
-    Agent(Arc<crate::server::people::Agent>),
-}
-
-/// A paired device, live.
-#[derive(Debug)]
-pub struct Device {
-    /// What is kept of it.
-    pub record: DeviceRecord,
-    /// Fires when it is revoked: its responses (streams) end.
-    pub revoked: CancellationToken,
-    last_seen_ms: AtomicU64,
-    /// The last-seen time last written to the store.
-    seen_written_ms: AtomicU64,
-    /// 0 until it answers.
-    last_answer_ms: AtomicU64,
-}
-
-impl Device {
-    fn new(record: DeviceRecord) -> Self {
-        Self {
-            revoked: CancellationToken::new(),
-            last_seen_ms: AtomicU64::new(record.last_seen_ms),
-            seen_written_ms: AtomicU64::new(record.last_seen_ms),
-            last_answer_ms: AtomicU64::new(record.last_answer_ms.unwrap_or(0)),
-            record,
-        }
-    }
-
-    /// When it last made a request (Unix ms; its pairing time until then).
-    pub fn last_seen_ms(&self) -> u64 {
-        self.last_seen_ms.load(Ordering::Relaxed)
-    }
-
-    /// When it last answered, cancelled or wrote a message (Unix ms).
-    pub fn last_answer_ms(&self) -> Option<u64> {
-        Some(self.last_answer_ms.load(Ordering::Relaxed)).filter(|&ms| ms > 0)
-    }
-
-    /// Notes a request at `at_ms`; `true` when the store should be told (the
-    /// time written last is [`SEEN_WRITE_EVERY`] old).
-    pub fn seen(&self, at_ms: u64) -> bool {
-        self.last_seen_ms.fetch_max(at_ms, Ordering::Relaxed);
-        let written = self.seen_written_ms.load(Ordering::Relaxed);
-        at_ms.saturating_sub(written) >= SEEN_WRITE_EVERY.as_millis() as u64
-            && self
-                .seen_written_ms
-                .compare_exchange(written, at_ms, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-    }
-}
 
 /// Writes that `device` was seen now, when it is time to
 /// ([`SEEN_WRITE_EVERY`]); not awaited: a lost write only makes the list's
@@ -221,20 +155,6 @@ impl From<PairingError> for ApiError {
             }
         }
     }
-}
-
-/// `BYTES` random bytes in hex.
-pub(crate) fn random_hex<const BYTES: usize>() -> String {
-    let bytes: [u8; BYTES] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The SHA-256 of `text` in hex: how credentials are kept.
-pub(crate) fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl Devices {

@@ -3,7 +3,7 @@
 //! `inbox/changed` frames) and `GET /api/sessions/{session}/transcript`.
 //! Behind the token, Host and Origin checks like the rest of `/api`.
 
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::Session;
 use crate::server::pending::{PendingTable, now_ms};

@@ -7,6 +7,7 @@
 pub mod accept;
 pub mod api;
 pub mod canonical;
+pub mod credential;
 pub mod demo;
 pub mod devices;
 pub mod devices_page;

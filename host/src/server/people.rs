@@ -15,13 +15,14 @@
 //! owner). Removing a person or an agent takes effect at once: the credential
 //! is refused and its streams end (a person's devices are revoked with them).
 
-use crate::server::devices::{Credential, random_hex, sha256_hex};
+pub use crate::server::credential::{Agent, Person};
+use crate::server::credential::{Credential, random_hex, sha256_hex};
 use crate::server::error::ApiError;
 use crate::server::pending::SharedEvent;
 use crate::server::state::AppState;
 use crate::server::store::{AgentRecord, PersonRecord, Write, now_ms};
+use ask_user_core::UserInteractionError;
 use ask_user_core::wire::SessionEvent;
-use ask_user_core::{Member, UserInteractionError};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get};
@@ -45,34 +46,6 @@ pub const MAX_AGENTS: usize = 256;
 
 /// The most roles one person holds.
 pub const MAX_ROLES: usize = 16;
-
-/// A person, live.
-#[derive(Debug)]
-pub struct Person {
-    /// What is kept of them.
-    pub record: PersonRecord,
-    /// Fires when they are removed: their responses (streams) end.
-    pub removed: CancellationToken,
-}
-
-impl Member for Person {
-    fn name(&self) -> &str {
-        &self.record.name
-    }
-
-    fn has_role(&self, role: &str) -> bool {
-        self.record.roles.iter().any(|r| r == role)
-    }
-}
-
-/// An agent token, live.
-#[derive(Debug)]
-pub struct Agent {
-    /// What is kept of it.
-    pub record: AgentRecord,
-    /// Fires when it is removed.
-    pub removed: CancellationToken,
-}
 
 /// A bearer credential that is a person's or an agent's.
 #[derive(Debug, Clone)]

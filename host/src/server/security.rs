@@ -10,7 +10,7 @@
 //! TLS front) may say who the client is with `X-Forwarded-For`; nobody else
 //! may.
 
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::state::AppState;
 use axum::extract::{ConnectInfo, Request, State};
@@ -431,7 +431,7 @@ async fn with_bearer(
 fn device_response(
     response: Response,
     state: AppState,
-    device: Arc<crate::server::devices::Device>,
+    device: Arc<crate::server::credential::Device>,
 ) -> Response {
     use futures_util::StreamExt;
     let revoked = device.revoked.clone();

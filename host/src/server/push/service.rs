@@ -5,7 +5,7 @@
 
 use super::presence::PresenceReport;
 use super::{Delivery, EndpointPolicy, PushMessage, Sender, Subscription, Urgency, VapidKey};
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
 use crate::server::people::Viewer;
