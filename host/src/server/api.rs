@@ -242,7 +242,7 @@ async fn answer(
     state
         .answer_by(&session, &id, batch, answered_by(credential, &viewer))
         .await?;
-    crate::server::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(state.record(), device);
     Ok(Json(StatusBody {
         status: Outcome::Answered.as_str().to_owned(),
     }))
@@ -261,7 +261,7 @@ async fn cancel(
     state
         .cancel_by(&session, &id, answered_by(credential, &viewer))
         .await?;
-    crate::server::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(state.record(), device);
     Ok(Json(StatusBody {
         status: Outcome::Cancelled.as_str().to_owned(),
     }))
@@ -314,7 +314,7 @@ async fn message(
             answered_by(credential, &viewer),
         )
         .await?;
-    crate::server::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(state.record(), device);
     Ok(Json(message))
 }
 

@@ -119,3 +119,11 @@ pub(crate) fn sha256_hex(text: &str) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// What the devices and the people rooms ask of push when a device goes
+/// (revoked, or its person removed): forget its subscription. Push
+/// implements it; the rooms name only this, not push.
+pub trait ForgetsDevices: Send + Sync {
+    /// Drops `device`'s push subscription, if any.
+    fn forget(&self, device: &str);
+}

@@ -10,13 +10,14 @@
 //! the store. A device answers on the `--remote` origin with that cookie;
 //! revoking it ends its streams at once and refuses its next request (401).
 
+use crate::server::credential::ForgetsDevices;
 pub use crate::server::credential::{Credential, Device, SEEN_WRITE_EVERY};
 use crate::server::credential::{random_hex, sha256_hex};
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
-use crate::server::state::AppState;
-use crate::server::store::{DeviceRecord, FollowingDevices, Write, now_ms};
-use axum::extract::{Path, Request, State};
+use crate::server::guard::{Guard, RemoteOrigin};
+use crate::server::store::{DeviceRecord, FollowingDevices, Store, Write, now_ms};
+use axum::extract::{FromRef, Path, Request, State};
 use axum::http::header::{SET_COOKIE, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -44,13 +45,52 @@ pub const DEVICE_COOKIE: &str = "__Host-ask_user_device";
 /// The longest device name kept (longer ones are cut).
 pub const MAX_DEVICE_NAME_CHARS: usize = 64;
 
+/// The devices room's sub-state: what its handlers use, handed to them
+/// through axum's `FromRef` (`AppState` builds it), so this room imports
+/// nothing of the state that owns it.
+#[derive(Clone)]
+pub struct DevicesRoom {
+    /// Paired devices and open pairings.
+    pub devices: Arc<Devices>,
+    /// The durable record.
+    pub record: Arc<dyn Store>,
+    /// The throttle of wrong codes.
+    pub guard: Arc<Guard>,
+    /// The `--remote` origin pairing links point to.
+    pub remote: Option<Arc<RemoteOrigin>>,
+    /// Push, to forget a revoked device's subscription.
+    pub push: Option<Arc<dyn ForgetsDevices>>,
+}
+
+impl DevicesRoom {
+    /// Paired devices and open pairings.
+    pub fn devices(&self) -> &Devices {
+        &self.devices
+    }
+
+    /// The durable record.
+    pub fn record(&self) -> &Arc<dyn Store> {
+        &self.record
+    }
+
+    /// The throttle of wrong codes.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
+    }
+
+    /// Push, when on.
+    pub fn push(&self) -> Option<&Arc<dyn ForgetsDevices>> {
+        self.push.as_ref()
+    }
+}
+
 /// Writes that `device` was seen now, when it is time to
 /// ([`SEEN_WRITE_EVERY`]); not awaited: a lost write only makes the list's
 /// last-seen time older.
-pub fn note_seen(state: &AppState, device: &Device) {
+pub fn note_seen(record: &Arc<dyn Store>, device: &Device) {
     let at_ms = now_ms();
     if device.seen(at_ms) {
-        drop(state.record().submit(Write::DeviceSeen {
+        drop(record.submit(Write::DeviceSeen {
             id: device.record.id.clone(),
             at_ms,
         }));
@@ -59,12 +99,12 @@ pub fn note_seen(state: &AppState, device: &Device) {
 
 /// Writes that `device` (if any) answered now (an answer, a cancel or a
 /// message that was kept); not awaited, as [`note_seen`].
-pub fn note_answered(state: &AppState, device: Option<Arc<Device>>) {
+pub fn note_answered(record: &Arc<dyn Store>, device: Option<Arc<Device>>) {
     let Some(device) = device else { return };
     let at_ms = now_ms();
     device.last_answer_ms.fetch_max(at_ms, Ordering::Relaxed);
     device.last_seen_ms.fetch_max(at_ms, Ordering::Relaxed);
-    drop(state.record().submit(Write::DeviceAnswered {
+    drop(record.submit(Write::DeviceAnswered {
         id: device.record.id.clone(),
         at_ms,
     }));
@@ -448,7 +488,11 @@ pub fn describe_agent(user_agent: &str) -> String {
 
 /// The routes: management needs the master credential, claim and collect
 /// need none (the code is the credential).
-pub fn router() -> Router<AppState> {
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    DevicesRoom: FromRef<S>,
+{
     Router::new()
         .route("/api/pairings", post(open_pairing))
         .route("/api/pairings/{id}", get(pairing_status))
@@ -459,7 +503,11 @@ pub fn router() -> Router<AppState> {
 }
 
 /// The public routes (no credential).
-pub fn public_router() -> Router<AppState> {
+pub fn public_router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    DevicesRoom: FromRef<S>,
+{
     Router::new()
         .route("/api/pair/claim", post(claim))
         .route("/api/pair/collect", post(collect))
@@ -488,7 +536,7 @@ fn pairing_owner(credential: &Credential) -> Result<Option<String>, ApiError> {
 }
 
 /// Refuses a person deciding (or looking at) a pairing they did not open.
-fn may_decide(state: &AppState, credential: &Credential, id: &str) -> Result<(), ApiError> {
+fn may_decide(state: &DevicesRoom, credential: &Credential, id: &str) -> Result<(), ApiError> {
     let opener = pairing_owner(credential)?;
     match (&opener, state.devices().opened_by(id)) {
         (None, _) | (_, None) => Ok(()),
@@ -516,11 +564,11 @@ pub struct OpenedPairing {
 }
 
 async fn open_pairing(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<OpenedPairing>, ApiError> {
     let person = pairing_owner(&credential)?;
-    let Some(remote) = state.config().remote.as_ref() else {
+    let Some(remote) = state.remote.as_deref() else {
         return Err(ApiError::Interaction(
             ask_user_core::UserInteractionError::bad_request(
                 "pairing needs a --remote origin for the device to open (`ask-user serve --remote https://NAME`)"
@@ -553,7 +601,7 @@ pub struct PairingView {
 }
 
 async fn pairing_status(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
@@ -570,7 +618,7 @@ async fn pairing_status(
 }
 
 async fn approve(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
@@ -578,7 +626,7 @@ async fn approve(
 }
 
 async fn deny(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
@@ -586,7 +634,7 @@ async fn deny(
 }
 
 fn decision(
-    state: &AppState,
+    state: &DevicesRoom,
     credential: &Credential,
     id: &str,
     approve: bool,
@@ -629,7 +677,7 @@ pub struct DeviceList {
 }
 
 async fn list_devices(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<DeviceList>, ApiError> {
     master_only(&credential)?;
@@ -650,7 +698,7 @@ async fn list_devices(
 }
 
 async fn revoke(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -686,7 +734,7 @@ struct CollectBody {
 }
 
 /// Counts a bad code like a wrong token (throttled per client).
-fn refused(state: &AppState, request_peer: std::net::IpAddr, error: PairingError) -> ApiError {
+fn refused(state: &DevicesRoom, request_peer: std::net::IpAddr, error: PairingError) -> ApiError {
     if error == PairingError::Gone
         && let Err(wait) = state.guard().record_failure(request_peer, Instant::now())
     {
@@ -706,7 +754,7 @@ fn client(request: &Request) -> std::net::IpAddr {
         })
 }
 
-async fn claim(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn claim(State(state): State<DevicesRoom>, request: Request) -> Result<Response, ApiError> {
     let peer = client(&request);
     if let Some(wait) = state.guard().throttled(peer, Instant::now()) {
         return Err(ApiError::AuthThrottled {
@@ -747,7 +795,7 @@ async fn claim(State(state): State<AppState>, request: Request) -> Result<Respon
         .into_response())
 }
 
-async fn collect(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn collect(State(state): State<DevicesRoom>, request: Request) -> Result<Response, ApiError> {
     let peer = client(&request);
     if let Some(wait) = state.guard().throttled(peer, Instant::now()) {
         return Err(ApiError::AuthThrottled {

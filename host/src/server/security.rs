@@ -312,7 +312,7 @@ pub async fn require_token(
             let Some(Some(device)) = device else {
                 return ApiError::Unauthorized.into_response();
             };
-            crate::server::devices::note_seen(&state, &device);
+            crate::server::devices::note_seen(state.record(), &device);
             request
                 .extensions_mut()
                 .insert(Credential::Device(device.clone()));
@@ -438,7 +438,7 @@ fn device_response(
     response.map(|body| {
         axum::body::Body::from_stream(
             body.into_data_stream()
-                .inspect(move |_| crate::server::devices::note_seen(&state, &device))
+                .inspect(move |_| crate::server::devices::note_seen(state.record(), &device))
                 .take_until(revoked.cancelled_owned()),
         )
     })

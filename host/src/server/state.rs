@@ -131,7 +131,7 @@ struct Inner {
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
     shutdown: CancellationToken,
-    guard: crate::server::guard::Guard,
+    guard: Arc<crate::server::guard::Guard>,
     mcp: McpLifecycle,
     streams: Arc<tokio::sync::Semaphore>,
     inbox_streams: Arc<tokio::sync::Semaphore>,
@@ -147,6 +147,8 @@ struct Inner {
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
     presence: crate::server::push::presence::Presence,
+    /// `config.remote`, shared with the rooms' sub-states.
+    remote: Option<Arc<crate::server::guard::RemoteOrigin>>,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -242,9 +244,10 @@ impl AppState {
             // revocations) from now on.
             shared.follow(pending.clone(), devices.clone());
         }
+        let config_remote = config.remote.clone().map(Arc::new);
         Self {
             inner: Arc::new(Inner {
-                guard: crate::server::guard::Guard::new(&config.token),
+                guard: Arc::new(crate::server::guard::Guard::new(&config.token)),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
                 pending,
@@ -260,6 +263,7 @@ impl AppState {
                 people,
                 push,
                 presence: Default::default(),
+                remote: config_remote,
             }),
         }
     }
@@ -550,6 +554,23 @@ impl AppState {
     /// MCP's exchanges and sessions, shared by its router and its shutdown task.
     pub fn mcp_lifecycle(&self) -> &McpLifecycle {
         &self.inner.mcp
+    }
+}
+
+/// The devices room's sub-state, for its handlers.
+impl axum::extract::FromRef<AppState> for crate::server::devices::DevicesRoom {
+    fn from_ref(state: &AppState) -> Self {
+        let inner = &state.inner;
+        Self {
+            devices: inner.devices.clone(),
+            record: inner.record.clone(),
+            guard: inner.guard.clone(),
+            remote: inner.remote.clone(),
+            push: inner
+                .push
+                .clone()
+                .map(|push| push as Arc<dyn crate::server::credential::ForgetsDevices>),
+        }
     }
 }
 

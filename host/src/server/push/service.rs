@@ -133,6 +133,12 @@ impl Push {
     }
 }
 
+impl crate::server::credential::ForgetsDevices for Push {
+    fn forget(&self, device: &str) {
+        Push::forget(self, device);
+    }
+}
+
 /// Whether this binary can reach `https` push services (the `push-tls` feature).
 pub const HAS_TLS_CLIENT: bool = cfg!(feature = "push-tls");
 
