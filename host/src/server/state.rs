@@ -142,7 +142,7 @@ struct Inner {
     /// Paired devices and open pairings.
     devices: Arc<crate::server::devices::Devices>,
     /// People and agent tokens (issue 24).
-    people: crate::server::people::People,
+    people: Arc<crate::server::people::People>,
     /// Push to paired devices, when on.
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
@@ -233,7 +233,10 @@ impl AppState {
                 &restored.push_subscriptions,
             ))
         });
-        let people = crate::server::people::People::new(restored.people, restored.agents);
+        let people = Arc::new(crate::server::people::People::new(
+            restored.people,
+            restored.agents,
+        ));
         let devices = Arc::new(crate::server::devices::Devices::new(
             kept_devices,
             config.pairing_life,
@@ -571,6 +574,34 @@ impl axum::extract::FromRef<AppState> for crate::server::devices::DevicesRoom {
                 .clone()
                 .map(|push| push as Arc<dyn crate::server::credential::ForgetsDevices>),
         }
+    }
+}
+
+/// The people room's sub-state, for its handlers.
+impl axum::extract::FromRef<AppState> for crate::server::people::PeopleRoom {
+    fn from_ref(state: &AppState) -> Self {
+        let inner = &state.inner;
+        Self {
+            people: inner.people.clone(),
+            devices: inner.devices.clone(),
+            pending: inner.pending.clone(),
+            record: inner.record.clone(),
+            push: inner
+                .push
+                .clone()
+                .map(|push| push as Arc<dyn crate::server::credential::ForgetsDevices>),
+        }
+    }
+}
+
+/// The people's rules read the people and the table of the whole state too.
+impl crate::server::people::PeopleHost for AppState {
+    fn people(&self) -> &crate::server::people::People {
+        AppState::people(self)
+    }
+
+    fn pending(&self) -> &Arc<PendingTable> {
+        AppState::pending(self)
     }
 }
 
