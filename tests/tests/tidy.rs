@@ -1079,14 +1079,6 @@ fn circles(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<Vec<String
     search.found
 }
 
-/// The back-edge still in the host (issue 23): the push room's handlers and
-/// its task take the whole `AppState`, which owns `Push` and reads its
-/// settings from `HostConfig`. Cutting it means handing push its sub-state
-/// through axum's `FromRef` like the devices and the people; until then it
-/// is allowed here, and only it. Remove an edge from this list once it is
-/// gone (the test says so).
-const KNOWN_BACK_EDGES: [(&str, &str); 1] = [("server::push", "server::state")];
-
 fn host_sources() -> Vec<(String, String)> {
     let src = root().join("host/src");
     let mut files = Vec::new();
@@ -1103,19 +1095,12 @@ fn host_sources() -> Vec<(String, String)> {
 
 #[test]
 fn the_hosts_modules_import_each_other_in_no_circle() {
-    let mut graph = module_graph(&host_sources());
+    let graph = module_graph(&host_sources());
     assert!(
         graph.contains_key("server::state") && graph.contains_key("client::mcp"),
         "the scan finds the host's modules: {:?}",
         graph.keys().collect::<Vec<_>>()
     );
-    for (from, to) in KNOWN_BACK_EDGES {
-        let edge = graph.get_mut(from).and_then(|targets| targets.remove(to));
-        assert!(
-            edge.is_some(),
-            "{from} no longer imports {to}: remove it from KNOWN_BACK_EDGES in tests/tests/tidy.rs"
-        );
-    }
     let found: Vec<String> = circles(&graph)
         .iter()
         .map(|circle| {

@@ -36,7 +36,7 @@ pub use self::provider::WebProvider;
 pub use self::state::{AppState, AskOptions, HostConfig, ShutdownHandle, random_token};
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::HeaderValue;
 use axum::http::header::{REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS};
 use axum::middleware::from_fn_with_state;
@@ -139,7 +139,7 @@ fn spawn_background_tasks(state: &AppState) {
         state.shutdown_token(),
     );
     mcp::lifecycle::spawn(state);
-    push::service::spawn(state);
+    push::service::spawn(&push::service::PushRoom::from_ref(state));
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ struct Inner {
     /// Push to paired devices, when on.
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
-    presence: crate::server::push::presence::Presence,
+    presence: Arc<crate::server::push::presence::Presence>,
     /// `config.remote`, shared with the rooms' sub-states.
     remote: Option<Arc<crate::server::guard::RemoteOrigin>>,
 }
@@ -602,6 +602,26 @@ impl crate::server::people::PeopleHost for AppState {
 
     fn pending(&self) -> &Arc<PendingTable> {
         AppState::pending(self)
+    }
+}
+
+/// The push room's sub-state, for its routes and its task.
+impl axum::extract::FromRef<AppState> for crate::server::push::service::PushRoom {
+    fn from_ref(state: &AppState) -> Self {
+        let inner = &state.inner;
+        Self {
+            push: inner.push.clone(),
+            presence: inner.presence.clone(),
+            record: inner.record.clone(),
+            pending: inner.pending.clone(),
+            people: inner.people.clone(),
+            devices: inner.devices.clone(),
+            shutdown: inner.shutdown.clone(),
+            ntfy: inner.config.ntfy.clone(),
+            remote: inner.remote.clone(),
+            port: inner.config.port,
+            detach_grace: inner.config.detach_grace,
+        }
     }
 }
 
