@@ -9,7 +9,7 @@
 
 use crate::data_dir::{DataDirArg, create_private_new, ensure_private_dir, open_private};
 use crate::server::guard::check_token;
-use crate::server::state::random_token;
+use crate::server::guard::random_token;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 

@@ -349,6 +349,11 @@ pub(crate) fn cookie_value(key: &[u8], token: &str) -> String {
         .collect()
 }
 
+/// A fresh random 128-bit token (32 hex digits).
+pub fn random_token() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
 /// The fewest characters a given token may have: 22 characters of the 66
 /// allowed carry at least 128 bits, as much as the random default.
 pub const MIN_TOKEN_CHARS: usize = 22;

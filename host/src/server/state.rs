@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use crate::server::guard::random_token;
 pub use crate::server::limits::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
 };
@@ -104,11 +105,6 @@ impl HostConfig {
             ntfy: None,
         }
     }
-}
-
-/// A fresh random 128-bit token (32 hex digits).
-pub fn random_token() -> String {
-    format!("{:032x}", rand::random::<u128>())
 }
 
 /// How one ask may end early.
