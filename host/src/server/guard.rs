@@ -306,7 +306,10 @@ impl Guard {
             .logged
             .is_none_or(|at| now.saturating_duration_since(at) >= FAILURE_LOG_INTERVAL)
         {
+            // Logged under the middleware's name, as before the guard left it
+            // (a `RUST_LOG` directive for `server::security` still finds it).
             tracing::warn!(
+                target: "ask_user_host::server::security",
                 peer = %key,
                 failures = bucket.unlogged,
                 "wrong token presented (counting failures from this address, logged at most every {} s)",
