@@ -2,8 +2,8 @@
 
 use crate::data_dir::DataDirArg;
 use crate::server::accept::{Limits, connections_for_descriptors};
+use crate::server::guard::check_token;
 use crate::server::pending::{DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES};
-use crate::server::security::check_token;
 use crate::server::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
     HostConfig,
@@ -225,7 +225,7 @@ impl ServeArgs {
         let remote = self
             .remote
             .as_deref()
-            .map(crate::server::security::RemoteOrigin::parse)
+            .map(crate::server::guard::RemoteOrigin::parse)
             .transpose()
             .map_err(|why| format!("--remote {why}"))?;
         Ok(HostConfig {

@@ -24,6 +24,7 @@ use ask_user_core::wire::{
     AnsweredBy, MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry,
 };
 use ask_user_core::{AnswerBatch, UserInteractionError};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -74,8 +75,8 @@ impl Default for StoreLimits {
         Self {
             max_bytes: DEFAULT_MAX_STORE_BYTES,
             session_bytes_per_minute: DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
-            max_restored_questions: crate::server::state::DEFAULT_MAX_PENDING,
-            max_restored_bytes: crate::server::pending::DEFAULT_MAX_PENDING_BYTES,
+            max_restored_questions: crate::server::limits::DEFAULT_MAX_PENDING,
+            max_restored_bytes: crate::server::limits::DEFAULT_MAX_PENDING_BYTES,
         }
     }
 }
@@ -130,7 +131,7 @@ impl Asked {
             id: question.id.clone(),
             session: question.session.clone(),
             created_at_ms: question.created_at_ms,
-            json: crate::server::pending::question_json(question, request_json),
+            json: crate::server::canonical::question_json(question, request_json),
         }
     }
 }
@@ -571,13 +572,81 @@ pub trait SharedRecord: Send + Sync {
     /// after every (re)connect.
     fn follow(
         &self,
-        pending: std::sync::Arc<crate::server::pending::PendingTable>,
-        devices: std::sync::Arc<crate::server::devices::Devices>,
+        pending: std::sync::Arc<dyn FollowingTable>,
+        devices: std::sync::Arc<dyn FollowingDevices>,
     );
 
     /// Waits until the first reconciliation is done (the table shows what the
     /// record holds): before the host serves.
     fn ready(&self) -> futures_util::future::BoxFuture<'static, ()>;
+}
+
+/// A question as a shared record has it now.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    /// Its session.
+    pub session: String,
+    /// Its id.
+    pub id: String,
+    /// The question as it was asked, with its request's canonical JSON
+    /// (`serde_json::to_vec(&question.request)`); `None` when the record no
+    /// longer has it.
+    pub asked: Option<(QuestionRequested, Bytes)>,
+    /// Where it stands.
+    pub state: RecordState,
+}
+
+/// Where a question stands in a shared record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordState {
+    /// A call on this host waits on it.
+    AttachedHere,
+    /// A call on another (live) host waits on it.
+    AttachedElsewhere,
+    /// No call waits; detached this long ago (its grace counts from then).
+    Detached {
+        /// How long ago it was detached.
+        since: Duration,
+    },
+    /// It ended.
+    Resolved {
+        /// How.
+        outcome: Outcome,
+        /// The normalised answer, when answered.
+        answer: Option<AnswerBatch>,
+        /// Who answered or cancelled.
+        by: Option<AnsweredBy>,
+        /// When (Unix ms).
+        at_ms: u64,
+        /// Whether its resolution is still held for an asker that may come
+        /// back (no host has taken it).
+        held: bool,
+    },
+    /// The record has no such question (its row was discarded or pruned).
+    Gone,
+}
+
+/// The pending table as a shared record drives it (implemented by
+/// `pending::PendingTable`; the store names no type of the table's, so the
+/// table may journal to the store without a circle).
+pub trait FollowingTable: Send + Sync {
+    /// What the record says of questions another host may have changed.
+    fn observe(&self, observed: Vec<Observed>);
+    /// The (session, id) of every question the table has open, pending or held.
+    fn open_ids(&self) -> Vec<(String, String)>;
+    /// The ids of the questions a call on this host waits on.
+    fn attached_ids(&self) -> Vec<String>;
+    /// A message another host wrote (already in the record) posted to the
+    /// session's streams.
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated;
+}
+
+/// The paired devices as a shared record drives them (implemented by
+/// `devices::Devices`).
+pub trait FollowingDevices: Send + Sync {
+    /// Adds the devices paired through another host and revokes the ones
+    /// `paired` no longer lists; how many were revoked.
+    fn follow(&self, paired: Vec<DeviceRecord>) -> usize;
 }
 
 /// `--ephemeral`: keeps nothing, so every write "applies" at once and the

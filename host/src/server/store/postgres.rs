@@ -26,11 +26,10 @@
 
 use super::sqlite::restorable;
 use super::{
-    Asked, DeviceRecord, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Restored,
-    SharedRecord, Store, StoreError, StoreLimits, Taken, Ticket, Write,
+    Asked, DeviceRecord, FollowingDevices, FollowingTable, Health, HistoryCursor, HistoryPage,
+    HistoryQuery, HistoryRecord, Observed, RecordState, Restored, SharedRecord, Store, StoreError,
+    StoreLimits, Taken, Ticket, Write,
 };
-use crate::server::devices::Devices;
-use crate::server::pending::{Observed, PendingTable, RecordState};
 use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
@@ -894,7 +893,7 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let alive: bool = row.get(10);
     let asked = match serde_json::from_str::<QuestionRequested>(&question) {
         Ok(question) if question.id == id && restorable(&session, &question).is_ok() => {
-            let json = crate::server::pending::request_json(&question.request);
+            let json = crate::server::canonical::request_json(&question.request);
             Some((question, json))
         }
         _ => {
@@ -936,7 +935,11 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
 /// Follows the record into `pending` until the runtime ends: reconciles
 /// after every (re)connect, then applies what notifications name and what
 /// the look for dead hosts finds.
-async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devices>) {
+async fn follow(
+    inner: Arc<Inner>,
+    pending: Arc<dyn FollowingTable>,
+    devices: Arc<dyn FollowingDevices>,
+) {
     let mut first = inner
         .first_listener
         .lock()
@@ -1022,8 +1025,8 @@ async fn follow(inner: Arc<Inner>, pending: Arc<PendingTable>, devices: Arc<Devi
 async fn apply_notifications(
     inner: &Inner,
     client: &Client,
-    pending: &PendingTable,
-    devices: &Devices,
+    pending: &Arc<dyn FollowingTable>,
+    devices: &Arc<dyn FollowingDevices>,
     batch: Vec<Notification>,
 ) -> Result<(), tokio_postgres::Error> {
     let own = inner.writer_pid.load(Ordering::Acquire);
@@ -1087,7 +1090,7 @@ async fn apply_notifications(
 async fn observe_ids(
     inner: &Inner,
     client: &Client,
-    pending: &PendingTable,
+    pending: &Arc<dyn FollowingTable>,
     ids: &[String],
 ) -> Result<(), tokio_postgres::Error> {
     let rows = client
@@ -1129,7 +1132,7 @@ async fn observe_ids(
 async fn reconcile(
     inner: &Inner,
     client: &Client,
-    pending: &PendingTable,
+    pending: &Arc<dyn FollowingTable>,
 ) -> Result<(), tokio_postgres::Error> {
     let me = inner.host.load(Ordering::Acquire);
     let attached = pending.attached_ids();
@@ -1198,7 +1201,10 @@ async fn reap_dead_hosts(inner: &Inner, client: &Client) -> Result<(), tokio_pos
 }
 
 /// Makes `devices` what the record pairs now (at most 64 rows: cheap to read whole).
-async fn follow_devices(client: &Client, devices: &Devices) -> Result<(), tokio_postgres::Error> {
+async fn follow_devices(
+    client: &Client,
+    devices: &Arc<dyn FollowingDevices>,
+) -> Result<(), tokio_postgres::Error> {
     let paired = load_devices(client).await?;
     let revoked = devices.follow(paired);
     if revoked > 0 {
@@ -1503,7 +1509,7 @@ impl SharedRecord for PostgresStore {
         let _ = self.inner.recheck.send(id);
     }
 
-    fn follow(&self, pending: Arc<PendingTable>, devices: Arc<Devices>) {
+    fn follow(&self, pending: Arc<dyn FollowingTable>, devices: Arc<dyn FollowingDevices>) {
         tokio::spawn(follow(self.inner.clone(), pending, devices));
     }
 
