@@ -2,8 +2,8 @@
 
 use crate::data_dir::DataDirArg;
 use crate::server::accept::{Limits, connections_for_descriptors};
+use crate::server::guard::check_token;
 use crate::server::pending::{DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES};
-use crate::server::security::check_token;
 use crate::server::state::{
     DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
     HostConfig,
@@ -227,7 +227,7 @@ impl ServeArgs {
         let remote = self
             .remote
             .as_deref()
-            .map(crate::server::security::RemoteOrigin::parse)
+            .map(crate::server::guard::RemoteOrigin::parse)
             .transpose()
             .map_err(|why| format!("--remote {why}"))?;
         Ok(HostConfig {
@@ -465,6 +465,23 @@ mod tests {
         let config = serve.config(7411).expect("a valid configuration");
         let _ = std::fs::remove_dir_all(&data_dir);
         config
+    }
+
+    #[test]
+    fn data_dir_may_follow_the_action_of_people_and_agents() {
+        for args in [
+            ["ask-user", "people", "list", "--data-dir", "/tmp/x"],
+            ["ask-user", "agents", "list", "--data-dir", "/tmp/x"],
+            ["ask-user", "people", "--data-dir", "/tmp/x", "list"],
+        ] {
+            let cli = Cli::try_parse_from(args).expect("the arguments parse");
+            let data_dir = match cli.command {
+                Command::People(people) => people.host.data_dir,
+                Command::Agents(agents) => agents.host.data_dir,
+                other => panic!("parsed as {other:?}"),
+            };
+            assert_eq!(data_dir.data_dir, Some(PathBuf::from("/tmp/x")), "{args:?}");
+        }
     }
 
     fn serve_args(args: &[&str]) -> ServeArgs {

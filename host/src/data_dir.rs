@@ -25,7 +25,8 @@ pub const DATA_DIR_NAME: &str = "ask-user";
 pub struct DataDirArg {
     /// Where the host keeps its database, token file and log (created 0700,
     /// files 0600). Default: $XDG_DATA_HOME/ask-user, else ~/.local/share/ask-user.
-    #[arg(long, env = "ASK_USER_DATA_DIR", value_name = "DIR")]
+    // Global: `ask-user people list --data-dir DIR` takes it after its action too.
+    #[arg(long, env = "ASK_USER_DATA_DIR", value_name = "DIR", global = true)]
     pub data_dir: Option<PathBuf>,
 }
 

@@ -8,8 +8,8 @@
 //! client keep working.
 
 use crate::data_dir::{DataDirArg, create_private_new, ensure_private_dir, open_private};
-use crate::server::security::check_token;
-use crate::server::state::random_token;
+use crate::server::guard::check_token;
+use crate::server::guard::random_token;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 

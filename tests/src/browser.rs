@@ -262,6 +262,34 @@ impl Browser {
         }
     }
 
+    /// Runs `script` until it returns a truthy value (as JavaScript judges
+    /// it) and returns that value; gives up after [`PATIENCE`] with a panic
+    /// naming `what` and showing the page's text.
+    pub async fn wait_for_js(&self, what: &str, script: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let value = self
+                .client
+                .execute(script, vec![])
+                .await
+                .unwrap_or(Value::Null);
+            let truthy = match &value {
+                Value::Null | Value::Bool(false) => false,
+                Value::String(s) => !s.is_empty(),
+                Value::Number(n) => n.as_f64() != Some(0.0),
+                _ => true,
+            };
+            if truthy {
+                return value;
+            }
+            if Instant::now() > deadline {
+                let text = self.body_text().await.unwrap_or_default();
+                panic!("gave up waiting for {what}; the page shows:\n{text}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// The page's visible text (`document.body.innerText`).
     pub async fn body_text(&self) -> Result<String, BrowserError> {
         let text = self

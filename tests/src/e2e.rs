@@ -2,7 +2,7 @@
 //! process) serving the Trunk release build, headless Chromium driven through
 //! the page's roles and accessible names, and the agent's side of an ask.
 //!
-//! Every wait polls with a bound ([`WAIT`]) and fails with a screenshot, the
+//! Every wait polls with a bound ([`PATIENCE`]) and fails with a screenshot, the
 //! page's state and the host's log; nothing here sleeps to let time pass.
 //! Like the smoke test, the browser tests built on this are `#[ignore]`d;
 //! `cargo xtask test` runs them with [`E2E_DIST_ENV`](crate::browser::E2E_DIST_ENV)
@@ -23,10 +23,7 @@ use tokio::task::JoinHandle;
 
 use crate::browser::{Browser, Cdp, e2e_dist};
 use crate::host_process::HostProcess;
-
-/// How long a wait for the page or the agent may take before the test fails
-/// (a hang guard on a loaded machine, never a measurement).
-pub const WAIT: Duration = Duration::from_secs(20);
+use crate::wait::PATIENCE;
 
 /// How often a wait looks again.
 const POLL: Duration = Duration::from_millis(50);
@@ -311,9 +308,9 @@ impl E2e {
         })
     }
 
-    /// Waits (up to [`WAIT`]) for what the agent's call returned.
+    /// Waits (up to [`PATIENCE`]) for what the agent's call returned.
     pub async fn reply<T>(&self, what: &str, call: JoinHandle<T>) -> T {
-        match tokio::time::timeout(WAIT, call).await {
+        match tokio::time::timeout(PATIENCE, call).await {
             Ok(Ok(result)) => result,
             Ok(Err(err)) => panic!("{what}: the agent's task failed: {err}"),
             Err(_) => self.fail(what, "the agent's call did not return").await,
@@ -412,9 +409,9 @@ impl E2e {
             .unwrap_or_default()
     }
 
-    /// Waits (up to [`WAIT`]) until the page holds `count` resolved frames.
+    /// Waits (up to [`PATIENCE`]) until the page holds `count` resolved frames.
     pub async fn wait_for_held_resolved(&self, count: u64) {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + PATIENCE;
         loop {
             let held = self.held_resolved().await;
             if held == count {
@@ -461,10 +458,10 @@ impl E2e {
             .unwrap_or_else(|err| panic!("unexpected snapshot {value}: {err}"))
     }
 
-    /// Polls the page (up to [`WAIT`]) until `ready` holds; fails with a
+    /// Polls the page (up to [`PATIENCE`]) until `ready` holds; fails with a
     /// screenshot and the last snapshot otherwise.
     pub async fn wait_for(&self, what: &str, ready: impl Fn(&Snapshot) -> bool) -> Snapshot {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + PATIENCE;
         loop {
             let snapshot = self.snapshot().await;
             if ready(&snapshot) {
@@ -481,11 +478,11 @@ impl E2e {
         }
     }
 
-    /// Waits (up to [`WAIT`]) for the visible control with `role` whose
+    /// Waits (up to [`PATIENCE`]) for the visible control with `role` whose
     /// accessible name (Chromium's computed label) is `name`; checks that
     /// Chromium computes that role for it.
     pub async fn control(&self, role: Role, name: &str) -> Element {
-        let deadline = Instant::now() + WAIT;
+        let deadline = Instant::now() + PATIENCE;
         loop {
             match self.find_control(role, name).await {
                 Ok(Some(element)) => {

@@ -10,7 +10,8 @@
 use ask_user_core::AnswerBatch;
 use ask_user_core::tool::TOOL_NAME;
 use ask_user_host::server::demo;
-use ask_user_tests::e2e::{E2e, Message, Role, WAIT};
+use ask_user_tests::e2e::{E2e, Message, Role};
+use ask_user_tests::wait::PATIENCE;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -26,7 +27,7 @@ async fn an_mcp_tool_call_is_answered_in_the_page_and_the_answer_is_the_tool_res
     let config =
         StreamableHttpClientTransportConfig::with_uri(e2e.url("/mcp")).auth_header(e2e.token());
     let client = tokio::time::timeout(
-        WAIT,
+        PATIENCE,
         ().serve(StreamableHttpClientTransport::from_config(config)),
     )
     .await

@@ -13,36 +13,10 @@ use ask_user_host::server::push::PushMessage;
 use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;
 use ask_user_tests::tls_front::{self, PHONE_HOST, TestCert, TlsFront};
+use ask_user_tests::wait::PATIENCE;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-/// Evaluates `script` until it returns a truthy value (its value), or fails
-/// naming `what` and showing the page's text.
-async fn wait_js(browser: &Browser, what: &str, script: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let value = browser
-            .client()
-            .execute(script, vec![])
-            .await
-            .unwrap_or(Value::Null);
-        let truthy = match &value {
-            Value::Null | Value::Bool(false) => false,
-            Value::String(s) => !s.is_empty(),
-            Value::Number(n) => n.as_f64() != Some(0.0),
-            _ => true,
-        };
-        if truthy {
-            return value;
-        }
-        if Instant::now() > deadline {
-            let text = browser.body_text().await.unwrap_or_default();
-            panic!("gave up waiting for {what}; the page shows:\n{text}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// Runs an async `script` (its last argument is the callback) and returns what it passed.
 async fn run_async(browser: &Browser, script: &str) -> Value {
@@ -79,9 +53,7 @@ async fn through_the_tls_front_the_app_is_installable_its_worker_caches_the_page
     browser.goto(&format!("{origin}/")).await.unwrap();
 
     // The worker takes control of the page and has cached its hashed files.
-    wait_js(
-        &browser,
-        "the service worker to control the page",
+    browser.wait_for_js("the service worker to control the page",
         "return navigator.serviceWorker.controller && navigator.serviceWorker.controller.scriptURL",
     )
     .await;
@@ -112,7 +84,7 @@ async fn through_the_tls_front_the_app_is_installable_its_worker_caches_the_page
     );
 
     // Chromium's own installability check: the manifest, its icons, the worker.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     let errors = loop {
         let result = browser
             .cdp("Page.getInstallabilityErrors", json!({}))
@@ -178,12 +150,12 @@ async fn through_the_tls_front_the_app_is_installable_its_worker_caches_the_page
     // The host stops: the app, opened again, says so instead of a browser error page.
     host.terminate_and_wait();
     browser.goto(&format!("{origin}/")).await.unwrap();
-    let notice = wait_js(
-        &browser,
-        "the worker's notice",
-        "const p = document.querySelector('[data-auq=unreachable]'); return p && p.textContent",
-    )
-    .await;
+    let notice = browser
+        .wait_for_js(
+            "the worker's notice",
+            "const p = document.querySelector('[data-auq=unreachable]'); return p && p.textContent",
+        )
+        .await;
     let notice = notice.as_str().unwrap();
     assert!(
         notice.starts_with(&format!(
@@ -264,12 +236,12 @@ async fn the_app_badge_counts_the_open_questions_of_every_session() {
             .send();
         asks.push(tokio::spawn(ask));
         let want = n + 1;
-        wait_js(
-            &browser,
-            &format!("the badge at {want}"),
-            &format!("return (window.__badges || []).at(-1) === {want}"),
-        )
-        .await;
+        browser
+            .wait_for_js(
+                &format!("the badge at {want}"),
+                &format!("return (window.__badges || []).at(-1) === {want}"),
+            )
+            .await;
     }
     let badges = browser
         .client()
@@ -367,12 +339,12 @@ async fn a_push_shows_a_notification_for_the_question_and_its_follow_up_closes_i
         .await
         .unwrap();
     browser.goto(&format!("{origin}/")).await.unwrap();
-    wait_js(
-        &browser,
-        "the service worker to control the page",
-        "return navigator.serviceWorker.controller !== null",
-    )
-    .await;
+    browser
+        .wait_for_js(
+            "the service worker to control the page",
+            "return navigator.serviceWorker.controller !== null",
+        )
+        .await;
 
     let tag = "ask-user:deploy:q_1";
     deliver_push(
@@ -404,7 +376,7 @@ async fn notifications_until(
     what: &str,
     done: impl Fn(&Vec<Value>) -> bool,
 ) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let shown = run_async(
             browser,
@@ -452,12 +424,12 @@ async fn app_browser(cert: &TestCert, origin: &str, cookie: &str, path: &str) ->
         .await
         .unwrap();
     browser.goto(&format!("{origin}{path}")).await.unwrap();
-    wait_js(
-        &browser,
-        "the service worker to control the page",
-        "return navigator.serviceWorker.controller !== null",
-    )
-    .await;
+    browser
+        .wait_for_js(
+            "the service worker to control the page",
+            "return navigator.serviceWorker.controller !== null",
+        )
+        .await;
     browser
 }
 
@@ -496,7 +468,7 @@ async fn get_json(host: &HostProcess, path: &str) -> Value {
 /// The id of the `nth` question pending in `session` (oldest first), once
 /// there is one.
 async fn pending_id(host: &HostProcess, session: &str, nth: usize) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let list = get_json(host, &format!("/api/sessions/{session}/questions")).await;
         if let Some(id) = list["pending"][nth]["id"].as_str() {
@@ -540,9 +512,7 @@ async fn a_tap_on_the_notification_opens_the_app_on_its_question_whatever_was_op
     .await;
     // The app was left on another session.
     let browser = app_browser(&cert, &origin, &cookie, "/?session=elsewhere").await;
-    wait_js(
-        &browser,
-        "the other session",
+    browser.wait_for_js("the other session",
         "const s = document.querySelector('[data-auq=session]'); return s && s.textContent === 'elsewhere'",
     )
     .await;
@@ -565,9 +535,7 @@ async fn a_tap_on_the_notification_opens_the_app_on_its_question_whatever_was_op
     assert_eq!(shown[0]["actions"], json!(["Open"]), "{shown}");
 
     click_notification(&browser, &origin, "").await;
-    let opened = wait_js(
-        &browser,
-        "the app on the question",
+    let opened = browser.wait_for_js("the app on the question",
         "const q = document.querySelector('[data-auq=question-composer]');
          return q && q.dataset.questionId !== '' &&
            [location.pathname + location.search, document.querySelector('[data-auq=session]').textContent, q.dataset.questionId]",
@@ -637,7 +605,7 @@ async fn an_option_button_on_the_notification_answers_and_the_agent_learns_the_d
 
     // The second button: not the recommended one, which nothing pre-chooses.
     click_notification(&browser, &origin, "answer:1").await;
-    let (status, answered) = tokio::time::timeout(Duration::from_secs(20), agent)
+    let (status, answered) = tokio::time::timeout(PATIENCE, agent)
         .await
         .expect("the agent's call returns")
         .unwrap();

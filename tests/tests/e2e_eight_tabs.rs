@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
-use ask_user_tests::e2e::{E2e, Role, WAIT};
+use ask_user_tests::e2e::{E2e, Role};
+use ask_user_tests::wait::PATIENCE;
 use fantoccini::wd::WindowHandle;
 use reqwest::StatusCode;
 use serde::Deserialize;
@@ -101,13 +102,13 @@ async fn tab_streams(e2e: &E2e) -> BTreeMap<String, TabStreams> {
     serde_json::from_value(value).expect("every tab published its streams")
 }
 
-/// Polls (up to [`WAIT`]) until the tabs' streams satisfy `ready`.
+/// Polls (up to [`PATIENCE`]) until the tabs' streams satisfy `ready`.
 async fn wait_for_streams(
     e2e: &E2e,
     what: &str,
     ready: impl Fn(&BTreeMap<String, TabStreams>) -> bool,
 ) -> BTreeMap<String, TabStreams> {
-    let deadline = Instant::now() + WAIT;
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let streams = tab_streams(e2e).await;
         if ready(&streams) {

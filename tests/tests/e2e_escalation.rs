@@ -7,6 +7,7 @@
 //! fails and says what is missing.
 
 use ask_user_tests::e2e::{E2e, Role};
+use ask_user_tests::wait::PATIENCE;
 use reqwest::StatusCode;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -36,7 +37,7 @@ async fn the_card_says_the_question_escalated_once_its_time_is_due() {
             || !before.as_str().unwrap().contains("escalated"),
         "not escalated before its time: {before}"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let line = e2e.script(ASKED_LINE).await;
         if line

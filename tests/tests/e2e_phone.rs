@@ -13,37 +13,12 @@
 use ask_user_tests::browser::{Browser, e2e_dist};
 use ask_user_tests::host_process::HostProcess;
 use ask_user_tests::tls_front::{TestCert, TlsFront};
+use ask_user_tests::wait::PATIENCE;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const PIXEL_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
-
-/// Evaluates `script` until it returns a truthy value (its value), or fails
-/// naming `what`.
-async fn wait_js(browser: &Browser, what: &str, script: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let value = browser
-            .client()
-            .execute(script, vec![])
-            .await
-            .unwrap_or(Value::Null);
-        let truthy = match &value {
-            Value::Null | Value::Bool(false) => false,
-            Value::String(s) => !s.is_empty(),
-            _ => true,
-        };
-        if truthy {
-            return value;
-        }
-        if Instant::now() > deadline {
-            let text = browser.body_text().await.unwrap_or_default();
-            panic!("gave up waiting for {what}; the page shows:\n{text}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// Where the test leaves its screenshots to look at: the target directory,
 /// not the work tree (copy them to docs/screenshots to update the docs).
@@ -76,27 +51,23 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .click()
         .await
         .unwrap();
-    let modal = wait_js(
-        &desktop,
-        "the pairing dialog",
+    let modal = desktop.wait_for_js("the pairing dialog",
         "const d = document.getElementById('pairing'); return d.open && d.matches(':modal') && location.hash === ''",
     )
     .await;
     assert_eq!(modal, json!(true));
-    let link = wait_js(
-        &desktop,
-        "the pairing link",
-        "return document.getElementById('link').textContent",
-    )
-    .await;
+    let link = desktop
+        .wait_for_js(
+            "the pairing link",
+            "return document.getElementById('link').textContent",
+        )
+        .await;
     let link = link.as_str().unwrap().to_owned();
     assert!(
         link.starts_with(&format!("{}/pair#", front.origin())),
         "{link}"
     );
-    let qr_loaded = wait_js(
-        &desktop,
-        "the QR code",
+    let qr_loaded = desktop.wait_for_js("the QR code",
         "const img = document.getElementById('qr'); return img.complete && img.naturalWidth > 0",
     )
     .await;
@@ -115,12 +86,12 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .await
         .unwrap();
     assert_eq!(secure, json!("https:"), "a real secure context");
-    let name = wait_js(
-        &phone,
-        "the prefilled name",
-        "return document.getElementById('name').value",
-    )
-    .await;
+    let name = phone
+        .wait_for_js(
+            "the prefilled name",
+            "return document.getElementById('name').value",
+        )
+        .await;
     assert_eq!(name, json!("Pixel 8"), "named from its user agent");
     let hash = phone
         .client()
@@ -139,17 +110,15 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .click()
         .await
         .unwrap();
-    wait_js(
-        &phone,
-        "the waiting notice",
-        "return document.getElementById('status').textContent.includes('Waiting for approval')",
-    )
-    .await;
+    phone
+        .wait_for_js(
+            "the waiting notice",
+            "return document.getElementById('status').textContent.includes('Waiting for approval')",
+        )
+        .await;
 
     // The desktop asks, names the device, and allows it.
-    let question = wait_js(
-        &desktop,
-        "the approval question",
+    let question = desktop.wait_for_js("the approval question",
         "const q = document.getElementById('approval'); return !q.hidden && document.getElementById('question').textContent",
     )
     .await;
@@ -170,12 +139,12 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .unwrap();
 
     // The phone collects its cookie and lands on the page.
-    wait_js(
-        &phone,
-        "the phone's page after pairing",
-        "return location.pathname === '/' && document.querySelector('[data-auq]') !== null",
-    )
-    .await;
+    phone
+        .wait_for_js(
+            "the phone's page after pairing",
+            "return location.pathname === '/' && document.querySelector('[data-auq]') !== null",
+        )
+        .await;
     let pair_links = phone
         .client()
         .execute(
@@ -212,12 +181,12 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         )
         .send();
     let agent = tokio::spawn(ask);
-    wait_js(
-        &phone,
-        "the question on the phone",
-        "return document.body.innerText.includes('Ship it to production?')",
-    )
-    .await;
+    phone
+        .wait_for_js(
+            "the question on the phone",
+            "return document.body.innerText.includes('Ship it to production?')",
+        )
+        .await;
     phone
         .screenshot(&screenshots().join("phone-question.png"))
         .await
@@ -231,13 +200,11 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .await
         .unwrap();
     eprintln!("horizontal overflow at 390 px: {overflow}");
-    wait_js(
-        &phone,
-        "the Yes option",
+    phone.wait_for_js("the Yes option",
         "const yes = [...document.querySelectorAll('[role=radio]')].find(e => e.textContent.includes('Yes')); if (yes) yes.click(); return !!yes",
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     while !agent.is_finished() {
         let _ = phone
             .client()
@@ -281,9 +248,7 @@ async fn a_phone_pairs_through_the_tls_front_is_approved_on_the_desktop_and_answ
         .goto(&format!("{}/devices", host.origin()))
         .await
         .unwrap();
-    wait_js(
-        &desktop,
-        "the device list",
+    desktop.wait_for_js("the device list",
         "const t = document.getElementById('devices').textContent; return t.includes('Pixel 8 (Chrome, Android)') && t.includes('last answer')",
     )
     .await;
@@ -320,9 +285,7 @@ async fn refusal_shown(
         .click()
         .await
         .unwrap();
-    let shown = wait_js(
-        &phone,
-        "the refusal",
+    let shown = phone.wait_for_js("the refusal",
         "const s = document.getElementById('status'); return s.className === 'error' && s.textContent",
     )
     .await;

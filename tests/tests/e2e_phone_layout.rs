@@ -11,6 +11,7 @@
 
 use ask_user_tests::axe::{assert_accessible, axe_source};
 use ask_user_tests::e2e::E2e;
+use ask_user_tests::wait::PATIENCE;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -38,7 +39,7 @@ async fn phone_metrics(e2e: &E2e, width: u32, height: u32) {
 
 /// Evaluates `script` until it returns a truthy value, or fails naming `what`.
 async fn wait_js(e2e: &E2e, what: &str, script: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let value = e2e.script(script).await;
         if !matches!(value, Value::Null | Value::Bool(false)) {

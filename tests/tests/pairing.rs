@@ -9,6 +9,7 @@ use ask_user_tests::http_host::TestHost;
 use ask_user_tests::tls_front::{
     PHONE_HOST, Reply, TestCert, TlsFront, https_open, pair_phone, phone_request, request,
 };
+use ask_user_tests::wait::PATIENCE;
 use http_body_util::BodyExt;
 use hyper::StatusCode;
 use serde_json::{Value, json};
@@ -671,7 +672,7 @@ async fn a_devices_answers_and_messages_name_it_and_its_last_answer_is_listed_an
     // Kept: a store opened on the same file reads the device's last answer
     // and who wrote each message (the writes are not awaited: poll).
     let dir = setup.data_dir.clone().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         let store = ask_user_host::server::store::SqliteStore::open(&dir).unwrap();
         let restored = ask_user_host::server::store::Store::restored(&store);

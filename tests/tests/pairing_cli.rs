@@ -5,6 +5,7 @@
 
 use ask_user_tests::host_process::{HostProcess, host_binary};
 use ask_user_tests::tls_front::{PHONE_HOST, TestCert, TlsFront, https, request};
+use ask_user_tests::wait::PATIENCE;
 use hyper::StatusCode;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 const PIXEL_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
 
 fn wait_for(output: &Mutex<String>, needle: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + PATIENCE;
     loop {
         let text = output.lock().unwrap().clone();
         if text.contains(needle) {
@@ -146,7 +147,7 @@ async fn pair_in_the_terminal_then_list_and_revoke_with_devices() {
             .json(&question)
             .send(),
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + PATIENCE;
     let asked = loop {
         let listed: serde_json::Value = reqwest::Client::new()
             .get(format!("{}/api/sessions/s1/questions", host.origin()))

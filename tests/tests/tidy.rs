@@ -1,6 +1,7 @@
 //! The workspace's invariants, checked by reading its manifests and sources
 //! (rust-analyzer's "tidy" tests): what each crate may depend on, that the
-//! pinned tool versions agree, and the browser-test convention. Each failure
+//! pinned tool versions agree, the browser-test convention, and that the
+//! host's modules import each other in no circle. Each failure
 //! names the file to fix. ARCHITECTURE.md lists which boundary each one holds.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -848,5 +849,359 @@ fn the_wire_word_scan_sees_code_and_skips_comments_and_tests() {
     assert_eq!(
         wire_words_spelled(source, &words),
         [(1, "answered".to_owned()), (3, "aborted".to_owned())]
+    );
+}
+
+/// The paths `text` (what follows `prefix::`) names, as far as the graph
+/// needs them (two segments from the crate's root): `server::state::X` is
+/// `[server, state]`, `server::{api, mcp::Y}` is `[server, api]` and
+/// `[server, mcp]`.
+fn expand_path(prefix: Vec<String>, text: &str, found: &mut Vec<Vec<String>>) {
+    if prefix.len() >= 2 {
+        found.push(prefix);
+        return;
+    }
+    if let Some(group) = text.strip_prefix('{') {
+        let mut depth = 0;
+        let mut start = 0;
+        let mut items = Vec::new();
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    items.push(&group[start..i]);
+                    break;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    items.push(&group[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        for item in items {
+            let item = item.trim();
+            if item.starts_with("self") && !item.starts_with("self::") {
+                found.push(prefix.clone());
+            } else if !item.is_empty() {
+                expand_path(prefix.clone(), item, found);
+            }
+        }
+        return;
+    }
+    let name: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    if name.is_empty() {
+        found.push(prefix);
+        return;
+    }
+    let mut longer = prefix;
+    longer.push(name.clone());
+    match text[name.len()..].strip_prefix("::") {
+        Some(rest) => expand_path(longer, rest, found),
+        None => found.push(longer),
+    }
+}
+
+/// The host's module graph: for each module (`cli`, `server::state`,
+/// `client::mcp`, `server` for `server/mod.rs`, `crate` for `lib.rs`), the
+/// modules its code names, each with where it first does. Built from
+/// `files` (path under `host/src`, source): every `crate::…`, `super::…` and
+/// `self::…` path, and a parent's paths into the children it declares
+/// (`api::router()` in `server/mod.rs`); comments, strings, test modules
+/// (after `#[cfg(test)]`) and test files (`tests.rs`, `*_tests.rs`) left out.
+/// A path that names no module file (`crate::AppState`) names its parent's
+/// root, so a re-export is no way around the layering.
+fn module_graph(files: &[(String, String)]) -> BTreeMap<String, BTreeMap<String, String>> {
+    const ROOMS: [&str; 2] = ["server", "client"];
+    let is_module = |segments: &[&str]| {
+        let stem = segments.join("/");
+        files
+            .iter()
+            .any(|(path, _)| *path == format!("{stem}.rs") || *path == format!("{stem}/mod.rs"))
+    };
+    // The graph's node for an absolute path: a room's child, a top module, or the root.
+    let node_of = |segments: &[&str]| -> String {
+        match segments {
+            [room, child, ..] if ROOMS.contains(room) && is_module(&[room, child]) => {
+                format!("{room}::{child}")
+            }
+            [top, ..] if is_module(&[top]) => (*top).to_owned(),
+            _ => "crate".to_owned(),
+        }
+    };
+    let ident = |text: &str| -> String {
+        text.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (path, source) in files {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        if file == "tests.rs" || file.ends_with("_tests.rs") || file == "main.rs" {
+            continue;
+        }
+        // The file's module path: `server/mcp/tool.rs` is server::mcp::tool.
+        let stem = path.trim_end_matches(".rs");
+        let mut own: Vec<&str> = stem.split('/').collect();
+        if matches!(own.last(), Some(&"mod") | Some(&"lib")) {
+            own.pop();
+        }
+        let me = node_of(&own);
+        let before_tests = source.split("#[cfg(test)]").next().unwrap_or_default();
+        let code = code_only(before_tests);
+        let children: Vec<String> = code
+            .lines()
+            .filter_map(|line| {
+                let line = line.trim_start();
+                let rest = line
+                    .strip_prefix("pub mod ")
+                    .or(line.strip_prefix("mod "))?;
+                let name = ident(rest);
+                rest[name.len()..].starts_with(';').then_some(name)
+            })
+            .collect();
+        for (index, line) in code.lines().enumerate() {
+            let bytes = line.as_bytes();
+            let mut at = 0;
+            while at < line.len() {
+                let starts_word = at == 0
+                    || !(bytes[at - 1].is_ascii_alphanumeric()
+                        || bytes[at - 1] == b'_'
+                        || bytes[at - 1] == b':');
+                let word = ident(&line[at..]);
+                if word.is_empty() || !starts_word {
+                    at += word.len().max(1);
+                    continue;
+                }
+                let after = &line[at + word.len()..];
+                let mut base: Vec<&str> = match word.as_str() {
+                    "crate" => Vec::new(),
+                    "self" | "super" => own.clone(),
+                    _ if children.contains(&word) => {
+                        let mut child = own.clone();
+                        child.push(&line[at..at + word.len()]);
+                        child
+                    }
+                    _ => {
+                        at += word.len();
+                        continue;
+                    }
+                };
+                let mut rest = after;
+                if word == "super" {
+                    base.pop();
+                    while let Some(more) = rest.strip_prefix("::super") {
+                        base.pop();
+                        rest = more;
+                    }
+                }
+                let Some(rest) = rest.strip_prefix("::") else {
+                    at += word.len();
+                    continue;
+                };
+                // Up to two more segments, or each first segment of a `{…}` group.
+                let base: Vec<String> = base.iter().map(|s| (*s).to_owned()).collect();
+                let mut targets: Vec<Vec<String>> = Vec::new();
+                expand_path(base, rest, &mut targets);
+                for segments in targets {
+                    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+                    let target = node_of(&segments);
+                    if target != me {
+                        graph
+                            .entry(me.clone())
+                            .or_default()
+                            .entry(target)
+                            .or_insert_with(|| format!("host/src/{path}:{}", index + 1));
+                    }
+                }
+                at += word.len();
+            }
+        }
+    }
+    graph
+}
+
+/// The strongly connected components of more than one module (Tarjan's).
+fn circles(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<Vec<String>> {
+    struct Search<'a> {
+        graph: &'a BTreeMap<String, BTreeMap<String, String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(search: &mut Search<'a>, node: &'a str) {
+        let next = search.index.len();
+        search.index.insert(node, next);
+        search.low.insert(node, next);
+        search.stack.push(node);
+        for target in search.graph.get(node).into_iter().flat_map(|t| t.keys()) {
+            let target = target.as_str();
+            if !search.index.contains_key(target) {
+                visit(search, target);
+                let low = search.low[node].min(search.low[target]);
+                search.low.insert(node, low);
+            } else if search.stack.contains(&target) {
+                let low = search.low[node].min(search.index[target]);
+                search.low.insert(node, low);
+            }
+        }
+        if search.low[node] == search.index[node] {
+            let mut component = Vec::new();
+            while let Some(member) = search.stack.pop() {
+                component.push(member.to_owned());
+                if member == node {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                search.found.push(component);
+            }
+        }
+    }
+    let mut search = Search {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        found: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !search.index.contains_key(node.as_str()) {
+            visit(&mut search, node);
+        }
+    }
+    search.found
+}
+
+fn host_sources() -> Vec<(String, String)> {
+    let src = root().join("host/src");
+    let mut files = Vec::new();
+    rust_files_under(&src, &mut files);
+    files
+        .iter()
+        .map(|file| {
+            let relative = file.strip_prefix(&src).expect("under host/src");
+            let source = std::fs::read_to_string(file).expect("a source file");
+            (relative.to_string_lossy().replace('\\', "/"), source)
+        })
+        .collect()
+}
+
+#[test]
+fn the_hosts_modules_import_each_other_in_no_circle() {
+    let graph = module_graph(&host_sources());
+    assert!(
+        graph.contains_key("server::state") && graph.contains_key("client::mcp"),
+        "the scan finds the host's modules: {:?}",
+        graph.keys().collect::<Vec<_>>()
+    );
+    let found: Vec<String> = circles(&graph)
+        .iter()
+        .map(|circle| {
+            let edges: Vec<String> = circle
+                .iter()
+                .flat_map(|from| {
+                    graph[from]
+                        .iter()
+                        .filter(|(to, _)| circle.contains(to))
+                        .map(move |(to, at)| format!("  {from} -> {to} ({at})"))
+                })
+                .collect();
+            format!("{}:\n{}", circle.join(", "), edges.join("\n"))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "modules of host/src import each other in a circle (move what both need into a lower \
+         module, or hand it over through axum's FromRef; see ARCHITECTURE.md, \"Layers\"):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_module_graph_sees_crate_super_self_and_child_paths_and_skips_tests_and_comments() {
+    let file = |path: &str, source: &str| (path.to_owned(), source.to_owned());
+    let files = [
+        file(
+            "lib.rs",
+            "pub mod server;\npub mod logged;\npub use server::app;\n",
+        ),
+        file(
+            "logged.rs",
+            "// crate::server::state\nlet s = \"crate::server::api\";\n",
+        ),
+        file(
+            "server/mod.rs",
+            "pub mod api;\npub mod state;\npub mod mcp;\nfn app() { api::router(); }\n",
+        ),
+        file(
+            "server/api.rs",
+            "use crate::server::{state::AppState, mcp};\nuse super::state::X;\n\
+             #[cfg(test)]\nmod tests { use crate::logged::Y; }\n",
+        ),
+        file(
+            "server/state.rs",
+            "use crate::AppState;\nfn f() { crate::logged::say(); }\n",
+        ),
+        file("server/mcp/mod.rs", "pub mod tool;\n"),
+        file(
+            "server/mcp/tool.rs",
+            "use super::super::api::Z;\nuse self::inner::W;\n",
+        ),
+        file("server/mcp/tests.rs", "use crate::server::state::S;\n"),
+    ];
+    let graph = module_graph(&files);
+    let named = |from: &str| -> Vec<&str> {
+        graph
+            .get(from)
+            .map(|targets| targets.keys().map(String::as_str).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(named("crate"), ["server"], "lib.rs names its child server");
+    assert_eq!(
+        named("logged"),
+        Vec::<&str>::new(),
+        "comments and strings are no paths"
+    );
+    assert_eq!(
+        named("server"),
+        ["server::api"],
+        "a parent's path into a child"
+    );
+    assert_eq!(
+        named("server::api"),
+        ["server::mcp", "server::state"],
+        "grouped and super paths; the test module left out"
+    );
+    assert_eq!(
+        named("server::state"),
+        ["crate", "logged"],
+        "a path to no module names the root"
+    );
+    assert_eq!(
+        named("server::mcp"),
+        ["server::api"],
+        "super::super from a nested file, and no test file"
+    );
+    assert_eq!(
+        graph["server::api"]["server::state"], "host/src/server/api.rs:1",
+        "the first place an edge is written"
+    );
+    let circle = circles(&graph);
+    assert_eq!(
+        circle,
+        [[
+            "crate",
+            "server",
+            "server::api",
+            "server::mcp",
+            "server::state"
+        ]]
     );
 }

@@ -132,6 +132,47 @@ fn the_request_the_page_was_opened_on_is_shown_first_whether_it_is_pending_or_ar
 }
 
 #[test]
+fn a_page_opened_on_a_request_shows_none_until_it_arrives_so_no_other_flashes_up_under_a_finger() {
+    let mut state = Questionnaire::new();
+    act(
+        &mut state,
+        Action::ShowFirst {
+            question_id: "tapped".to_owned(),
+        },
+    );
+    // An older request arrives first in the replay: it is kept, not shown,
+    // and the person's keys and choices cannot reach it.
+    act(&mut state, requested("older", 1_000, one_single()));
+    assert!(state.slot_taken());
+    assert!(state.active().is_none());
+    assert_eq!(view(&state).active, None);
+    act(&mut state, Action::OptionChosen { index: 0 });
+    let fx = act(&mut state, requested("tapped", 2_000, one_single()));
+    assert_eq!(active(&state).id, "tapped");
+    assert!(fx.focus.is_some(), "focus goes to the opened request");
+    act(&mut state, resolved("tapped", Outcome::Answered));
+    assert_eq!(active(&state).id, "older");
+    assert!(
+        active(&state).drafts.items[0].selected.is_empty(),
+        "the choice made while nothing was shown reached no request"
+    );
+
+    // The opened request was answered meanwhile: the replay's end shows the rest.
+    let mut state = Questionnaire::new();
+    act(
+        &mut state,
+        Action::ShowFirst {
+            question_id: "tapped".to_owned(),
+        },
+    );
+    act(&mut state, requested("older", 1_000, one_single()));
+    assert!(state.active().is_none());
+    let fx = act(&mut state, synced(&["older"]));
+    assert_eq!(active(&state).id, "older");
+    assert!(fx.focus.is_some(), "focus goes to the request now shown");
+}
+
+#[test]
 fn a_newer_request_waits_without_moving_focus() {
     let mut state = with_three();
     let fx = act(&mut state, requested("q2", 2_000, one_single()));

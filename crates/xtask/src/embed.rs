@@ -1,6 +1,7 @@
 //! The JavaScript embed (crates/embed, package ask-user-embed): `cargo build` for
-//! wasm32, `wasm-bindgen --target web`, `wasm-opt -Oz` (as Trunk does for the
-//! page), with the composer's CSS and the example page, into a staging folder
+//! wasm32, `wasm-bindgen --target web`, `wasm-opt -Oz` and terser for the JS
+//! glue (as Trunk and its post_build hook do for the page), with the
+//! composer's CSS and the example page, into a staging folder
 //! (`target/embed-out/`), then copied into `dist/embed/`. The host serves that
 //! folder at `/embed/` (and carries it when built with the page).
 //!
@@ -120,6 +121,12 @@ fn build(ctx: &Ctx) -> Result<(), String> {
     for (from, to) in copies {
         copy(&from, &out.join(to))?;
     }
+    // The glue minified as the page's is (Trunk's post_build hook): 2.6 KB brotli.
+    let mut minify = ctx.command("node");
+    minify
+        .arg(ctx.root.join("crates/xtask/js/minify-glue.mjs"))
+        .arg(out.join(format!("{NAME}.js")));
+    ctx.run_setup(minify)?;
     match crate::size::weigh(&crate::size::embed_files(&out)) {
         Ok(weight) => println!(
             "    embed (js + wasm): {:.1} KB brotli, {:.1} KiB gzipped, {:.1} KiB as built",

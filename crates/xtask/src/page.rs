@@ -91,6 +91,7 @@ pub fn inputs(ctx: &Ctx, build: Build) -> String {
         .text(tools::TRUNK)
         .text(tools::WASM_BINDGEN)
         .text(tools::WASM_OPT)
+        .text(tools::TERSER_NPM)
         .text(&rustc)
         .env_vars(&[
             "RUSTFLAGS",

@@ -16,8 +16,11 @@ pub const WASM_BINDGEN: &str = "0.2.130";
 pub const BINARYEN_NPM: &str = "132.0.0";
 /// The version `wasm-opt --version` reports for [`BINARYEN_NPM`] (Trunk.toml: `version_132`).
 pub const WASM_OPT: &str = "132";
+/// terser's npm package: minifies wasm-bindgen's JS glue of the page (Trunk's
+/// post_build hook) and of the embed (`crates/xtask/js/minify-glue.mjs`).
+pub const TERSER_NPM: &str = "5.51.4";
 
-/// Makes sure the wasm target, Trunk, wasm-bindgen-cli and wasm-opt are installed.
+/// Makes sure the wasm target, Trunk, wasm-bindgen-cli, wasm-opt and terser are installed.
 pub fn ensure_build_tools(ctx: &Ctx) -> Result<(), String> {
     println!("==> Checking build tools");
     ensure_wasm_target(ctx)?;
@@ -38,7 +41,7 @@ pub fn ensure_build_tools(ctx: &Ctx) -> Result<(), String> {
         &[],
         "it compiles from source and may take about 3 minutes",
     )?;
-    ensure_wasm_opt(ctx)
+    ensure_npm_tools(ctx)
 }
 
 fn ensure_wasm_target(ctx: &Ctx) -> Result<(), String> {
@@ -100,24 +103,35 @@ fn ensure_cargo_tool(
     ctx.run_setup(command)
 }
 
-fn ensure_wasm_opt(ctx: &Ctx) -> Result<(), String> {
-    // The project-local copy comes first on the children's PATH, so this also finds it.
-    if let Some(path) = ctx.which("wasm-opt")
-        && ctx
-            .version_of(&path, "--version")
-            .is_some_and(|v| reports_version(&v, WASM_OPT))
-    {
-        println!("    ok  wasm-opt {WASM_OPT} ({})", path.display());
+/// wasm-opt (binaryen) and terser, both from npm into `target/tools`, in one
+/// `npm install`: a later install into the same prefix would prune the other.
+fn ensure_npm_tools(ctx: &Ctx) -> Result<(), String> {
+    // The project-local copies come first on the children's PATH, so this also finds them.
+    let at_version = |bin: &str, version: &str| {
+        ctx.which(bin).and_then(|path| {
+            ctx.version_of(&path, "--version")
+                .filter(|v| reports_version(v, version))
+                .map(|_| path)
+        })
+    };
+    if let (Some(opt), Some(terser)) = (
+        at_version("wasm-opt", WASM_OPT),
+        at_version("terser", TERSER_NPM),
+    ) {
+        println!("    ok  wasm-opt {WASM_OPT} ({})", opt.display());
+        println!("    ok  terser {TERSER_NPM} ({})", terser.display());
         return Ok(());
     }
     let Some(npm) = ctx.which("npm") else {
         return Err(format!(
-            "wasm-opt {WASM_OPT} is missing and npm is not installed: install Node.js with npm \
-             (Debian: `apt-get install npm`), or put binaryen {WASM_OPT}'s wasm-opt on PATH"
+            "wasm-opt {WASM_OPT} or terser {TERSER_NPM} is missing and npm is not installed: \
+             install Node.js with npm (Debian: `apt-get install npm`), or put binaryen \
+             {WASM_OPT}'s wasm-opt and terser {TERSER_NPM} on PATH"
         ));
     };
     println!(
-        "==> Installing wasm-opt {WASM_OPT} (npm package binaryen@{BINARYEN_NPM}) into {}; this may take a minute",
+        "==> Installing wasm-opt {WASM_OPT} (npm package binaryen@{BINARYEN_NPM}) and terser \
+         {TERSER_NPM} into {}; this may take a minute",
         ctx.tools_dir.display()
     );
     std::fs::create_dir_all(&ctx.tools_dir)
@@ -132,7 +146,8 @@ fn ensure_wasm_opt(ctx: &Ctx) -> Result<(), String> {
             "--prefix",
         ])
         .arg(&ctx.tools_dir)
-        .arg(format!("binaryen@{BINARYEN_NPM}"));
+        .arg(format!("binaryen@{BINARYEN_NPM}"))
+        .arg(format!("terser@{TERSER_NPM}"));
     ctx.run_setup(command)
 }
 
@@ -329,6 +344,7 @@ mod tests {
             "wasm-opt version 132 (version_132)",
             WASM_OPT
         ));
+        assert!(reports_version("terser 5.51.4", TERSER_NPM));
     }
 
     #[test]

@@ -49,6 +49,10 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+/// How long shutdown waits for connections still serving a request (the
+/// resolved asks' responses) after every pending ask was resolved.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How long a request head may take to arrive, from its first byte (or, on a
 /// keep-alive connection, from the end of the previous response).
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -98,14 +102,14 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// The timeouts above, [`crate::DRAIN_TIMEOUT`], and a connection cap sized
+    /// The timeouts above, [`DRAIN_TIMEOUT`], and a connection cap sized
     /// to the process's current descriptor limit.
     fn default() -> Self {
         Self {
             max_connections: connections_for_descriptors(descriptor_limit()),
             header_read_timeout: HEADER_READ_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
-            drain_timeout: crate::DRAIN_TIMEOUT,
+            drain_timeout: DRAIN_TIMEOUT,
         }
     }
 }

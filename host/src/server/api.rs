@@ -1,7 +1,7 @@
 //! The JSON routes under `/api`: the agent's ask, the browser's answer and
 //! cancel, the pending list, transcript messages and health.
 
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::{BodyText, QuestionId, Session};
 use crate::server::pending::{SharedEvent, question_tail};
@@ -242,7 +242,7 @@ async fn answer(
     state
         .answer_by(&session, &id, batch, answered_by(credential, &viewer))
         .await?;
-    crate::server::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(state.record(), device);
     Ok(Json(StatusBody {
         status: Outcome::Answered.as_str().to_owned(),
     }))
@@ -261,7 +261,7 @@ async fn cancel(
     state
         .cancel_by(&session, &id, answered_by(credential, &viewer))
         .await?;
-    crate::server::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(state.record(), device);
     Ok(Json(StatusBody {
         status: Outcome::Cancelled.as_str().to_owned(),
     }))
@@ -270,7 +270,7 @@ async fn cancel(
 /// The paired device a request came from, if it came from one.
 fn device_of(
     credential: &Option<Extension<Credential>>,
-) -> Option<std::sync::Arc<crate::server::devices::Device>> {
+) -> Option<std::sync::Arc<crate::server::credential::Device>> {
     match credential {
         Some(Extension(Credential::Device(device))) => Some(device.clone()),
         _ => None,
@@ -314,7 +314,7 @@ async fn message(
             answered_by(credential, &viewer),
         )
         .await?;
-    crate::server::devices::note_answered(&state, device);
+    crate::server::devices::note_answered(state.record(), device);
     Ok(Json(message))
 }
 

@@ -10,33 +10,30 @@
 //! the store. A device answers on the `--remote` origin with that cookie;
 //! revoking it ends its streams at once and refuses its next request (401).
 
+use crate::server::credential::ForgetsDevices;
+pub use crate::server::credential::{Credential, Device, SEEN_WRITE_EVERY};
+use crate::server::credential::{random_hex, sha256_hex};
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
-use crate::server::state::AppState;
-use crate::server::store::{DeviceRecord, Write, now_ms};
-use axum::extract::{Path, Request, State};
+use crate::server::guard::{Guard, RemoteOrigin};
+use crate::server::store::{DeviceRecord, FollowingDevices, Store, Write, now_ms};
+use axum::extract::{FromRef, Path, Request, State};
 use axum::http::header::{SET_COOKIE, USER_AGENT};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
 /// How long a pairing code may be used.
 pub const PAIRING_LIFE: Duration = Duration::from_secs(5 * 60);
 
 /// The most pairings open at once (a new one past it closes the oldest).
 pub const MAX_OPEN_PAIRINGS: usize = 16;
-
-/// How often a device's last-seen time is written to the store: at most
-/// once this long per device (its requests are many; the list shows minutes).
-pub const SEEN_WRITE_EVERY: Duration = Duration::from_secs(60);
 
 /// The most devices paired at once.
 pub const MAX_DEVICES: usize = 64;
@@ -48,75 +45,52 @@ pub const DEVICE_COOKIE: &str = "__Host-ask_user_device";
 /// The longest device name kept (longer ones are cut).
 pub const MAX_DEVICE_NAME_CHARS: usize = 64;
 
-/// Who a request authenticated as (in the request's extensions once
-/// [`crate::server::security::require_token`] let it through).
-#[derive(Debug, Clone)]
-pub enum Credential {
-    /// The master token or the page's cookie (loopback).
-    Master,
-    /// A paired device's credential (the `--remote` origin).
-    Device(Arc<Device>),
-    /// A person's own credential (issue 24: `Authorization: Bearer aup_…`).
-    Person(Arc<crate::server::people::Person>),
-    /// An agent token (issue 24): asks only.
-    Agent(Arc<crate::server::people::Agent>),
+/// The devices room's sub-state: what its handlers use, handed to them
+/// through axum's `FromRef` (`AppState` builds it), so this room imports
+/// nothing of the state that owns it.
+#[derive(Clone)]
+pub struct DevicesRoom {
+    /// Paired devices and open pairings.
+    pub devices: Arc<Devices>,
+    /// The durable record.
+    pub record: Arc<dyn Store>,
+    /// The throttle of wrong codes.
+    pub guard: Arc<Guard>,
+    /// The `--remote` origin pairing links point to.
+    pub remote: Option<Arc<RemoteOrigin>>,
+    /// Push, to forget a revoked device's subscription.
+    pub push: Option<Arc<dyn ForgetsDevices>>,
 }
 
-/// A paired device, live.
-#[derive(Debug)]
-pub struct Device {
-    /// What is kept of it.
-    pub record: DeviceRecord,
-    /// Fires when it is revoked: its responses (streams) end.
-    pub revoked: CancellationToken,
-    last_seen_ms: AtomicU64,
-    /// The last-seen time last written to the store.
-    seen_written_ms: AtomicU64,
-    /// 0 until it answers.
-    last_answer_ms: AtomicU64,
-}
-
-impl Device {
-    fn new(record: DeviceRecord) -> Self {
-        Self {
-            revoked: CancellationToken::new(),
-            last_seen_ms: AtomicU64::new(record.last_seen_ms),
-            seen_written_ms: AtomicU64::new(record.last_seen_ms),
-            last_answer_ms: AtomicU64::new(record.last_answer_ms.unwrap_or(0)),
-            record,
-        }
+impl DevicesRoom {
+    /// Paired devices and open pairings.
+    pub fn devices(&self) -> &Devices {
+        &self.devices
     }
 
-    /// When it last made a request (Unix ms; its pairing time until then).
-    pub fn last_seen_ms(&self) -> u64 {
-        self.last_seen_ms.load(Ordering::Relaxed)
+    /// The durable record.
+    pub fn record(&self) -> &Arc<dyn Store> {
+        &self.record
     }
 
-    /// When it last answered, cancelled or wrote a message (Unix ms).
-    pub fn last_answer_ms(&self) -> Option<u64> {
-        Some(self.last_answer_ms.load(Ordering::Relaxed)).filter(|&ms| ms > 0)
+    /// The throttle of wrong codes.
+    pub fn guard(&self) -> &Guard {
+        &self.guard
     }
 
-    /// Notes a request at `at_ms`; `true` when the store should be told (the
-    /// time written last is [`SEEN_WRITE_EVERY`] old).
-    pub fn seen(&self, at_ms: u64) -> bool {
-        self.last_seen_ms.fetch_max(at_ms, Ordering::Relaxed);
-        let written = self.seen_written_ms.load(Ordering::Relaxed);
-        at_ms.saturating_sub(written) >= SEEN_WRITE_EVERY.as_millis() as u64
-            && self
-                .seen_written_ms
-                .compare_exchange(written, at_ms, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
+    /// Push, when on.
+    pub fn push(&self) -> Option<&Arc<dyn ForgetsDevices>> {
+        self.push.as_ref()
     }
 }
 
 /// Writes that `device` was seen now, when it is time to
 /// ([`SEEN_WRITE_EVERY`]); not awaited: a lost write only makes the list's
 /// last-seen time older.
-pub fn note_seen(state: &AppState, device: &Device) {
+pub fn note_seen(record: &Arc<dyn Store>, device: &Device) {
     let at_ms = now_ms();
     if device.seen(at_ms) {
-        drop(state.record().submit(Write::DeviceSeen {
+        drop(record.submit(Write::DeviceSeen {
             id: device.record.id.clone(),
             at_ms,
         }));
@@ -125,12 +99,12 @@ pub fn note_seen(state: &AppState, device: &Device) {
 
 /// Writes that `device` (if any) answered now (an answer, a cancel or a
 /// message that was kept); not awaited, as [`note_seen`].
-pub fn note_answered(state: &AppState, device: Option<Arc<Device>>) {
+pub fn note_answered(record: &Arc<dyn Store>, device: Option<Arc<Device>>) {
     let Some(device) = device else { return };
     let at_ms = now_ms();
     device.last_answer_ms.fetch_max(at_ms, Ordering::Relaxed);
     device.last_seen_ms.fetch_max(at_ms, Ordering::Relaxed);
-    drop(state.record().submit(Write::DeviceAnswered {
+    drop(record.submit(Write::DeviceAnswered {
         id: device.record.id.clone(),
         at_ms,
     }));
@@ -221,20 +195,6 @@ impl From<PairingError> for ApiError {
             }
         }
     }
-}
-
-/// `BYTES` random bytes in hex.
-pub(crate) fn random_hex<const BYTES: usize>() -> String {
-    let bytes: [u8; BYTES] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The SHA-256 of `text` in hex: how credentials are kept.
-pub(crate) fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl Devices {
@@ -491,7 +451,7 @@ impl Inner {
 }
 
 fn code_matches(expected: &str, presented: &str) -> bool {
-    crate::server::security::token_matches(expected, presented)
+    crate::server::guard::token_matches(expected, presented)
 }
 
 /// "Browser, OS" from a user agent, for the approval question.
@@ -528,7 +488,11 @@ pub fn describe_agent(user_agent: &str) -> String {
 
 /// The routes: management needs the master credential, claim and collect
 /// need none (the code is the credential).
-pub fn router() -> Router<AppState> {
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    DevicesRoom: FromRef<S>,
+{
     Router::new()
         .route("/api/pairings", post(open_pairing))
         .route("/api/pairings/{id}", get(pairing_status))
@@ -539,7 +503,11 @@ pub fn router() -> Router<AppState> {
 }
 
 /// The public routes (no credential).
-pub fn public_router() -> Router<AppState> {
+pub fn public_router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    DevicesRoom: FromRef<S>,
+{
     Router::new()
         .route("/api/pair/claim", post(claim))
         .route("/api/pair/collect", post(collect))
@@ -568,7 +536,7 @@ fn pairing_owner(credential: &Credential) -> Result<Option<String>, ApiError> {
 }
 
 /// Refuses a person deciding (or looking at) a pairing they did not open.
-fn may_decide(state: &AppState, credential: &Credential, id: &str) -> Result<(), ApiError> {
+fn may_decide(state: &DevicesRoom, credential: &Credential, id: &str) -> Result<(), ApiError> {
     let opener = pairing_owner(credential)?;
     match (&opener, state.devices().opened_by(id)) {
         (None, _) | (_, None) => Ok(()),
@@ -596,11 +564,11 @@ pub struct OpenedPairing {
 }
 
 async fn open_pairing(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<OpenedPairing>, ApiError> {
     let person = pairing_owner(&credential)?;
-    let Some(remote) = state.config().remote.as_ref() else {
+    let Some(remote) = state.remote.as_deref() else {
         return Err(ApiError::Interaction(
             ask_user_core::UserInteractionError::bad_request(
                 "pairing needs a --remote origin for the device to open (`ask-user serve --remote https://NAME`)"
@@ -633,7 +601,7 @@ pub struct PairingView {
 }
 
 async fn pairing_status(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
@@ -650,7 +618,7 @@ async fn pairing_status(
 }
 
 async fn approve(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
@@ -658,7 +626,7 @@ async fn approve(
 }
 
 async fn deny(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<Json<PairingView>, ApiError> {
@@ -666,7 +634,7 @@ async fn deny(
 }
 
 fn decision(
-    state: &AppState,
+    state: &DevicesRoom,
     credential: &Credential,
     id: &str,
     approve: bool,
@@ -709,7 +677,7 @@ pub struct DeviceList {
 }
 
 async fn list_devices(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<DeviceList>, ApiError> {
     master_only(&credential)?;
@@ -730,7 +698,7 @@ async fn list_devices(
 }
 
 async fn revoke(
-    State(state): State<AppState>,
+    State(state): State<DevicesRoom>,
     Extension(credential): Extension<Credential>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -766,7 +734,7 @@ struct CollectBody {
 }
 
 /// Counts a bad code like a wrong token (throttled per client).
-fn refused(state: &AppState, request_peer: std::net::IpAddr, error: PairingError) -> ApiError {
+fn refused(state: &DevicesRoom, request_peer: std::net::IpAddr, error: PairingError) -> ApiError {
     if error == PairingError::Gone
         && let Err(wait) = state.guard().record_failure(request_peer, Instant::now())
     {
@@ -780,13 +748,13 @@ fn refused(state: &AppState, request_peer: std::net::IpAddr, error: PairingError
 fn client(request: &Request) -> std::net::IpAddr {
     request
         .extensions()
-        .get::<crate::server::security::ClientAddr>()
+        .get::<crate::server::guard::ClientAddr>()
         .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |c| {
             c.0
         })
 }
 
-async fn claim(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn claim(State(state): State<DevicesRoom>, request: Request) -> Result<Response, ApiError> {
     let peer = client(&request);
     if let Some(wait) = state.guard().throttled(peer, Instant::now()) {
         return Err(ApiError::AuthThrottled {
@@ -827,7 +795,7 @@ async fn claim(State(state): State<AppState>, request: Request) -> Result<Respon
         .into_response())
 }
 
-async fn collect(State(state): State<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn collect(State(state): State<DevicesRoom>, request: Request) -> Result<Response, ApiError> {
     let peer = client(&request);
     if let Some(wait) = state.guard().throttled(peer, Instant::now()) {
         return Err(ApiError::AuthThrottled {
@@ -887,6 +855,16 @@ pub fn presented_credential(headers: &HeaderMap) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == DEVICE_COOKIE)
         .map(|(_, value)| value.to_owned())
+}
+
+impl FollowingDevices for Devices {
+    fn follow(&self, paired: Vec<DeviceRecord>) -> usize {
+        Devices::follow(self, paired)
+    }
+
+    fn revoke_person(&self, person: &str) -> usize {
+        Devices::revoke_person(self, person).len()
+    }
 }
 
 #[cfg(test)]

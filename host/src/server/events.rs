@@ -5,7 +5,7 @@
 //! broadcast is re-synced the same way, never left silently behind. Shutdown
 //! ends the stream after the events already sent to it (e.g. `disposed`).
 
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::Session;
 use crate::server::pending::{EventReceiver, PendingTable, RecvError, SharedEvent, TryRecvError};

@@ -3,7 +3,7 @@
 //! `inbox/changed` frames) and `GET /api/sessions/{session}/transcript`.
 //! Behind the token, Host and Origin checks like the rest of `/api`.
 
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
 use crate::server::error::ApiError;
 use crate::server::extract::Session;
 use crate::server::pending::{PendingTable, now_ms};
@@ -23,9 +23,7 @@ use tokio::sync::{OwnedSemaphorePermit, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// The most inbox streams open at once (a browser keeps one for all its
-/// tabs); one more is refused with 429 `TOO_MANY_STREAMS`.
-pub const MAX_INBOX_STREAMS: usize = 32;
+pub use crate::server::limits::MAX_INBOX_STREAMS;
 
 /// The least time between two `inbox/changed` frames of one stream.
 pub const COALESCE: Duration = Duration::from_millis(INBOX_COALESCE_MS);

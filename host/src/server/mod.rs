@@ -6,14 +6,19 @@
 
 pub mod accept;
 pub mod api;
+pub mod canonical;
+pub mod credential;
 pub mod demo;
 pub mod devices;
 pub mod devices_page;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod guard;
 pub mod inbox;
+pub mod limits;
 pub mod mcp;
+pub mod mcp_state;
 pub mod pages;
 pub mod pending;
 pub mod people;
@@ -24,24 +29,20 @@ pub mod state;
 pub mod store;
 pub mod transcript;
 
+pub use self::accept::DRAIN_TIMEOUT;
 pub use self::error::ApiError;
 pub use self::pending::{PendingTable, Resolution, SharedEvent, Subscription};
 pub use self::provider::WebProvider;
 pub use self::state::{AppState, AskOptions, HostConfig, ShutdownHandle, random_token};
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, FromRef};
 use axum::http::HeaderValue;
 use axum::http::header::{REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS};
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, get};
-use std::time::Duration;
 use tokio::net::TcpListener;
 use tower_http::set_header::SetResponseHeaderLayer;
-
-/// How long shutdown waits for connections still serving a request (the
-/// resolved asks' responses) after every pending ask was resolved.
-pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The application's router: the `/api` routes (behind the token, except
 /// health), the page, and the security layers around all of it.
@@ -62,7 +63,10 @@ pub fn app(state: AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), security::token_landing));
     Router::new()
         .merge(api)
-        .merge(mcp::router(&state))
+        .merge(
+            mcp::router(&state)
+                .route_layer(from_fn_with_state(state.clone(), security::require_token)),
+        )
         .merge(devices_page::router())
         .merge(page)
         .layer(DefaultBodyLimit::max(extract::BODY_LIMIT))
@@ -87,8 +91,8 @@ pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()
     serve_with(listener, state, accept::Limits::default()).await
 }
 
-/// Starts the host's background tasks ([`AppState::spawn_background_tasks`]:
-/// the detach grace's timer, closing MCP sessions at shutdown), then serves
+/// Starts the host's background tasks ([`spawn_background_tasks`]: the
+/// detach grace's timer, closing MCP sessions at shutdown), then serves
 /// [`app`] on `listener` through the host's accept loop ([`accept`]:
 /// timeouts, the connection cap) until [`ShutdownHandle::shutdown`] is called.
 /// Then connections that are not serving a request close at once, and the
@@ -111,7 +115,7 @@ pub async fn serve_tls(
     limits: accept::Limits,
     tls: Option<accept::TlsConfig>,
 ) -> std::io::Result<()> {
-    state.spawn_background_tasks();
+    spawn_background_tasks(&state);
     if state.config().demo {
         demo::spawn(state.clone());
     }
@@ -121,6 +125,21 @@ pub async fn serve_tls(
         tracing::error!(error = %crate::logged::logged(&error), "the store could not keep the last writes");
     }
     Ok(())
+}
+
+/// Starts the host's background tasks: the detach grace's timer, pruning the
+/// record, closing MCP sessions at shutdown and sending pushes. Only
+/// [`serve_tls`] calls it; building the router starts nothing. It lives here,
+/// above the state and the rooms, so the state imports none of them back.
+fn spawn_background_tasks(state: &AppState) {
+    pending::spawn_grace_timer(state.pending().clone(), state.shutdown_token());
+    store::spawn_pruning(
+        state.record().clone(),
+        state.config().keep_days,
+        state.shutdown_token(),
+    );
+    mcp::lifecycle::spawn(state);
+    push::service::spawn(&push::service::PushRoom::from_ref(state));
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@
 //! reports, and a new stream subscribes and takes its snapshot in one step
 //! too (nothing falls between replay and live).
 
-use crate::server::store::{Restored, Store};
+use crate::server::store::{FollowingTable, Restored, Store};
 use ask_user_core::wire::{
     AnsweredBy, AskedBy, MessageCreated, Outcome, QuestionRequested, Role, SessionEvent,
     SessionList, Transcript,
@@ -41,13 +41,13 @@ use tokio_util::sync::CancellationToken;
 mod fanout;
 pub mod table;
 
+pub use crate::server::store::{Observed, RecordState};
 use fanout::Fanout;
 pub use fanout::{EventReceiver, RecvError, TryRecvError};
 pub use table::{
     Attachment, Found, LetGo, PendingLimit, REMEMBERED_RESOLUTIONS, RegisterError, Resolution,
 };
 use table::{Input, Limits, Now, Output, Outputs, Reply, Table, WaiterId, question};
-pub use table::{Observed, RecordState};
 
 /// A session event as broadcast: shared, so a large request is never copied
 /// per subscriber. A `question/requested` kept by the table carries its
@@ -139,37 +139,7 @@ impl SharedEvent {
     }
 }
 
-/// `question` exactly as `serde_json` writes core's `QuestionRequested`,
-/// written around `request_json`, its request's canonical JSON: what a stream
-/// sends and the record keeps, without serialising the request again.
-pub fn question_json(question: &QuestionRequested, request_json: &[u8]) -> String {
-    let json = std::str::from_utf8(request_json).expect("serde_json writes UTF-8");
-    let id = serde_json::to_string(&question.id).expect("strings serialise");
-    let session = serde_json::to_string(&question.session).expect("strings serialise");
-    let tail = question_tail(question.created_at_ms, question.asked_by.as_ref());
-    format!(r#"{{"id":{id},"session":{session},"request":{json}{tail}"#)
-}
-
-/// A request's canonical JSON (`serde_json::to_vec`), in an allocation of
-/// its own size: a pending question keeps it for as long as it waits.
-pub fn request_json(request: &AskRequest) -> Bytes {
-    let mut json = serde_json::to_vec(request).expect("requests always serialise");
-    json.shrink_to_fit();
-    Bytes::from(json)
-}
-
-/// What `serde_json` writes after a question's request in core's
-/// `QuestionRequested` and `PendingQuestion`: the time, the asker if known,
-/// and the closing brace.
-pub fn question_tail(created_at_ms: u64, asked_by: Option<&AskedBy>) -> String {
-    match asked_by {
-        Some(asked_by) => {
-            let asked_by = serde_json::to_string(asked_by).expect("askers always serialise");
-            format!(r#","created_at_ms":{created_at_ms},"asked_by":{asked_by}}}"#)
-        }
-        None => format!(r#","created_at_ms":{created_at_ms}}}"#),
-    }
-}
+pub use crate::server::canonical::{question_json, question_tail, request_json};
 
 /// A new subscriber's view of a session: what to replay, then what comes live.
 #[derive(Debug)]
@@ -202,8 +172,7 @@ pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
 /// subscriber before that subscriber lags (and is re-synced): 1 MiB.
 pub const DEFAULT_EVENT_BUFFER_BYTES: usize = 1024 * 1024;
 
-/// Default for `--max-pending-bytes`: bytes of requests kept at once (64 MiB).
-pub const DEFAULT_MAX_PENDING_BYTES: usize = 64 * 1024 * 1024;
+pub use crate::server::limits::DEFAULT_MAX_PENDING_BYTES;
 
 /// What an event other than `question/requested` weighs in a subscriber's
 /// budget besides its text: its id and framing.
@@ -859,6 +828,25 @@ pub fn spawn_grace_timer(
             }
         }
     })
+}
+
+/// A shared record keeps this table in step with other hosts through these.
+impl FollowingTable for PendingTable {
+    fn observe(&self, observed: Vec<Observed>) {
+        PendingTable::observe(self, observed);
+    }
+
+    fn open_ids(&self) -> Vec<(String, String)> {
+        PendingTable::open_ids(self)
+    }
+
+    fn attached_ids(&self) -> Vec<String> {
+        PendingTable::attached_ids(self)
+    }
+
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated {
+        PendingTable::post_message_as(self, session, message)
+    }
 }
 
 #[cfg(test)]

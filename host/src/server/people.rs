@@ -15,14 +15,16 @@
 //! owner). Removing a person or an agent takes effect at once: the credential
 //! is refused and its streams end (a person's devices are revoked with them).
 
-use crate::server::devices::{Credential, random_hex, sha256_hex};
+pub use crate::server::credential::{Agent, Person};
+use crate::server::credential::{Credential, ForgetsDevices, random_hex, sha256_hex};
+use crate::server::devices::Devices;
 use crate::server::error::ApiError;
-use crate::server::pending::SharedEvent;
-use crate::server::state::AppState;
-use crate::server::store::{AgentRecord, PersonRecord, Write, now_ms};
+use crate::server::pending::{PendingTable, SharedEvent};
+pub use crate::server::store::Followed;
+use crate::server::store::{AgentRecord, FollowingPeople, PersonRecord, Store, Write, now_ms};
+use ask_user_core::UserInteractionError;
 use ask_user_core::wire::SessionEvent;
-use ask_user_core::{Member, UserInteractionError};
-use axum::extract::{Path, State};
+use axum::extract::{FromRef, Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get};
 use axum::{Extension, Json, Router};
@@ -45,34 +47,6 @@ pub const MAX_AGENTS: usize = 256;
 
 /// The most roles one person holds.
 pub const MAX_ROLES: usize = 16;
-
-/// A person, live.
-#[derive(Debug)]
-pub struct Person {
-    /// What is kept of them.
-    pub record: PersonRecord,
-    /// Fires when they are removed: their responses (streams) end.
-    pub removed: CancellationToken,
-}
-
-impl Member for Person {
-    fn name(&self) -> &str {
-        &self.record.name
-    }
-
-    fn has_role(&self, role: &str) -> bool {
-        self.record.roles.iter().any(|r| r == role)
-    }
-}
-
-/// An agent token, live.
-#[derive(Debug)]
-pub struct Agent {
-    /// What is kept of it.
-    pub record: AgentRecord,
-    /// Fires when it is removed.
-    pub removed: CancellationToken,
-}
 
 /// A bearer credential that is a person's or an agent's.
 #[derive(Debug, Clone)]
@@ -102,17 +76,6 @@ struct Inner {
 /// The most removed ids [`People`] remembers (see `Inner::removed`); past
 /// it they are forgotten, as by a restart.
 const MAX_REMEMBERED_REMOVALS: usize = 4096;
-
-/// What a shared record says of people and agent tokens (all it has that
-/// is not removed, and the removed ones among those a host knows): see
-/// [`People::follow`].
-#[derive(Debug, Default)]
-pub struct Followed {
-    /// Each person's row, and whether it was removed.
-    pub people: Vec<(PersonRecord, bool)>,
-    /// Each agent token's row, and whether it was removed.
-    pub agents: Vec<(AgentRecord, bool)>,
-}
 
 /// Why adding a person or an agent was refused.
 fn taken(kind: &str, name: &str) -> ApiError {
@@ -347,6 +310,19 @@ impl People {
     }
 }
 
+impl FollowingPeople for People {
+    fn follow(&self, followed: Followed) -> Vec<String> {
+        People::follow(self, followed)
+            .into_iter()
+            .map(|person| person.record.id.clone())
+            .collect()
+    }
+
+    fn ids(&self) -> Vec<String> {
+        People::ids(self)
+    }
+}
+
 impl Inner {
     fn remember_removed(&mut self, id: &str) {
         if self.removed.len() >= MAX_REMEMBERED_REMOVALS {
@@ -372,7 +348,7 @@ pub enum Viewer {
 
 impl Viewer {
     /// Who `credential` is, as far as questions go.
-    pub fn of(state: &AppState, credential: Option<&Credential>) -> Self {
+    pub fn of(state: &impl PeopleHost, credential: Option<&Credential>) -> Self {
         match credential {
             None | Some(Credential::Master) => Viewer::Owner,
             Some(Credential::Person(person)) => Viewer::Person(person.clone()),
@@ -420,7 +396,12 @@ impl Viewer {
     /// Refuses (403) an answer or a cancel of pending question `id` that this
     /// viewer may not give; a question no longer pending is left to the
     /// claim, which says `NOT_PENDING`.
-    pub fn may_answer(&self, state: &AppState, session: &str, id: &str) -> Result<(), ApiError> {
+    pub fn may_answer(
+        &self,
+        state: &impl PeopleHost,
+        session: &str,
+        id: &str,
+    ) -> Result<(), ApiError> {
         match self {
             Viewer::Owner => Ok(()),
             Viewer::Agent => Err(ApiError::NotAllowed {
@@ -470,7 +451,11 @@ pub const AGENT_CANNOT_ANSWER_WHY: &str = "an agent token may ask (…/ask, /mcp
 pub const NOT_IN_AUDIENCE: &str = "NOT_IN_AUDIENCE";
 
 /// The routes: the master credential only.
-pub fn router() -> Router<AppState> {
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PeopleRoom: FromRef<S>,
+{
     Router::new()
         .route("/api/people", get(list_people).post(add_person))
         .route("/api/people/{name}", delete(remove_person))
@@ -560,7 +545,7 @@ fn parse<T: serde::de::DeserializeOwned>(what: &str, body: &str) -> Result<T, Ap
 }
 
 async fn add_person(
-    State(state): State<AppState>,
+    State(state): State<PeopleRoom>,
     Extension(credential): Extension<Credential>,
     crate::server::extract::BodyText(body): crate::server::extract::BodyText,
 ) -> Result<(StatusCode, Json<PersonView>), ApiError> {
@@ -599,7 +584,7 @@ async fn add_person(
 }
 
 async fn add_agent(
-    State(state): State<AppState>,
+    State(state): State<PeopleRoom>,
     Extension(credential): Extension<Credential>,
     crate::server::extract::BodyText(body): crate::server::extract::BodyText,
 ) -> Result<(StatusCode, Json<AgentView>), ApiError> {
@@ -635,7 +620,7 @@ pub struct AgentList {
 }
 
 async fn list_people(
-    State(state): State<AppState>,
+    State(state): State<PeopleRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<PeopleList>, ApiError> {
     master_only(&credential)?;
@@ -649,7 +634,7 @@ async fn list_people(
 }
 
 async fn list_agents(
-    State(state): State<AppState>,
+    State(state): State<PeopleRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<AgentList>, ApiError> {
     master_only(&credential)?;
@@ -663,7 +648,7 @@ async fn list_agents(
 }
 
 async fn remove_person(
-    State(state): State<AppState>,
+    State(state): State<PeopleRoom>,
     Extension(credential): Extension<Credential>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -695,7 +680,7 @@ async fn remove_person(
 }
 
 async fn remove_agent(
-    State(state): State<AppState>,
+    State(state): State<PeopleRoom>,
     Extension(credential): Extension<Credential>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
@@ -717,6 +702,59 @@ async fn remove_agent(
         .map_err(ApiError::Store)?;
     tracing::info!(agent = %agent.record.id, "agent token removed");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// What the people's rules read of the host: the people and the pending
+/// table. `AppState` and [`PeopleRoom`] have both, so the rules take either
+/// and this room imports nothing of the state.
+pub trait PeopleHost {
+    /// The people and agent tokens.
+    fn people(&self) -> &People;
+    /// The pending table.
+    fn pending(&self) -> &Arc<PendingTable>;
+}
+
+/// The people room's sub-state: what its handlers use, handed to them
+/// through axum's `FromRef` (`AppState` builds it).
+#[derive(Clone)]
+pub struct PeopleRoom {
+    /// The people and agent tokens.
+    pub people: Arc<People>,
+    /// Paired devices (a removed person's are revoked).
+    pub devices: Arc<Devices>,
+    /// The pending table.
+    pub pending: Arc<PendingTable>,
+    /// Push, to forget a revoked device's subscription.
+    pub push: Option<Arc<dyn ForgetsDevices>>,
+    /// The durable record.
+    pub record: Arc<dyn Store>,
+}
+
+impl PeopleRoom {
+    /// The durable record.
+    pub fn record(&self) -> &Arc<dyn Store> {
+        &self.record
+    }
+
+    /// Paired devices.
+    pub fn devices(&self) -> &Devices {
+        &self.devices
+    }
+
+    /// Push, when on.
+    pub fn push(&self) -> Option<&Arc<dyn ForgetsDevices>> {
+        self.push.as_ref()
+    }
+}
+
+impl PeopleHost for PeopleRoom {
+    fn people(&self) -> &People {
+        &self.people
+    }
+
+    fn pending(&self) -> &Arc<PendingTable> {
+        &self.pending
+    }
 }
 
 #[cfg(test)]
@@ -777,7 +815,7 @@ mod tests {
         });
         assert!(gone.is_empty());
         assert!(
-            matches!(here.authenticate(&lee_secret), Some(Bearer::Person(p)) if p.has_role("leads"))
+            matches!(here.authenticate(&lee_secret), Some(Bearer::Person(p)) if p.record.roles == ["leads"])
         );
         assert!(matches!(
             here.authenticate(&bot_secret),

@@ -3,10 +3,10 @@
 //! limit and the shutdown signal.
 
 use crate::server::error::ApiError;
-use crate::server::mcp::McpLifecycle;
+use crate::server::limits::{DEFAULT_MAX_PENDING_BYTES, MAX_INBOX_STREAMS};
+use crate::server::mcp_state::McpLifecycle;
 use crate::server::pending::{
-    DEFAULT_DETACH_GRACE, DEFAULT_MAX_PENDING_BYTES, PendingConfig, PendingLimit, PendingTable,
-    Subscription, spawn_grace_timer,
+    DEFAULT_DETACH_GRACE, PendingConfig, PendingLimit, PendingTable, Subscription,
 };
 use crate::server::provider::WebProvider;
 use crate::server::store::{EphemeralStore, Store, StoreError, Write, now_ms};
@@ -18,25 +18,12 @@ use ask_user_core::{
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+pub use crate::server::guard::random_token;
+pub use crate::server::limits::{
+    DEFAULT_MAX_MCP_SESSIONS, DEFAULT_MAX_PENDING, DEFAULT_MAX_STREAMS, DEFAULT_MCP_WAIT_BUDGET,
+};
 use tokio_util::sync::CancellationToken;
-
-/// Default for `--max-pending`.
-pub const DEFAULT_MAX_PENDING: usize = 10_000;
-
-/// Default for `--max-streams`: event streams open at once. Each may queue up
-/// to the event buffer's byte budget (1 MiB) while its reader stalls.
-pub const DEFAULT_MAX_STREAMS: usize = 256;
-
-/// Default for `--max-mcp-sessions`. Sessions of clients that exited without
-/// closing them linger until the 24-hour idle timeout, so the cap leaves room
-/// for a day of agent restarts; each session costs only a task and a few small
-/// channels, so 256 of them stay cheap.
-pub const DEFAULT_MAX_MCP_SESSIONS: usize = 256;
-
-/// Default for `--mcp-wait-budget`: how long an MCP call without a progress
-/// token (and not a task) waits before it returns `waiting`. Shorter than the
-/// 60 s request timeout common MCP clients default to.
-pub const DEFAULT_MCP_WAIT_BUDGET: Duration = Duration::from_secs(45);
 
 /// How the host runs (what `ask-user serve` was given).
 #[derive(Debug, Clone)]
@@ -72,7 +59,7 @@ pub struct HostConfig {
     /// as the person needs. Unused when `detach_grace` is zero.
     pub mcp_wait_budget: Option<Duration>,
     /// How often an MCP call with a progress token hears that the person is
-    /// still answering ([`crate::server::mcp::tool::PROGRESS_INTERVAL`]; the hidden
+    /// still answering ([`crate::server::limits::PROGRESS_INTERVAL`]; the hidden
     /// `--progress-interval` shortens it for tests only).
     pub progress_interval: Duration,
     /// Resolved questions and messages older than this many days are pruned
@@ -80,7 +67,7 @@ pub struct HostConfig {
     pub keep_days: u32,
     /// The origin a paired device reaches the person's side through
     /// (`--remote https://NAME[:PORT]`), besides loopback.
-    pub remote: Option<crate::server::security::RemoteOrigin>,
+    pub remote: Option<crate::server::guard::RemoteOrigin>,
     /// Whether the agents' endpoints (`…/ask`, `/mcp`) also answer on the
     /// remote origin, with the master token (`--remote-agents`).
     pub remote_agents: bool,
@@ -109,7 +96,7 @@ impl HostConfig {
             demo: false,
             detach_grace: DEFAULT_DETACH_GRACE,
             mcp_wait_budget: Some(DEFAULT_MCP_WAIT_BUDGET),
-            progress_interval: crate::server::mcp::tool::PROGRESS_INTERVAL,
+            progress_interval: crate::server::limits::PROGRESS_INTERVAL,
             keep_days: crate::server::store::DEFAULT_KEEP_DAYS,
             remote: None,
             remote_agents: false,
@@ -118,11 +105,6 @@ impl HostConfig {
             ntfy: None,
         }
     }
-}
-
-/// A fresh random 128-bit token (32 hex digits).
-pub fn random_token() -> String {
-    format!("{:032x}", rand::random::<u128>())
 }
 
 /// How one ask may end early.
@@ -145,7 +127,7 @@ struct Inner {
     interaction: UserInteraction,
     registration: Mutex<Option<Registration>>,
     shutdown: CancellationToken,
-    guard: crate::server::security::Guard,
+    guard: Arc<crate::server::guard::Guard>,
     mcp: McpLifecycle,
     streams: Arc<tokio::sync::Semaphore>,
     inbox_streams: Arc<tokio::sync::Semaphore>,
@@ -160,7 +142,9 @@ struct Inner {
     /// Push to paired devices, when on.
     push: Option<Arc<crate::server::push::service::Push>>,
     /// Whether the person is looking at a page.
-    presence: crate::server::push::presence::Presence,
+    presence: Arc<crate::server::push::presence::Presence>,
+    /// `config.remote`, shared with the rooms' sub-states.
+    remote: Option<Arc<crate::server::guard::RemoteOrigin>>,
 }
 
 /// Counts a page as connected while held (see [`AppState::page_connected`]).
@@ -259,9 +243,10 @@ impl AppState {
             // revocations, people and agent tokens) from now on.
             shared.follow(pending.clone(), devices.clone(), people.clone());
         }
+        let config_remote = config.remote.clone().map(Arc::new);
         Self {
             inner: Arc::new(Inner {
-                guard: crate::server::security::Guard::new(&config.token),
+                guard: Arc::new(crate::server::guard::Guard::new(&config.token)),
                 streams: Arc::new(tokio::sync::Semaphore::new(config.max_streams)),
                 config,
                 pending,
@@ -270,15 +255,14 @@ impl AppState {
                 registration: Mutex::new(registration),
                 shutdown: CancellationToken::new(),
                 mcp: McpLifecycle::default(),
-                inbox_streams: Arc::new(tokio::sync::Semaphore::new(
-                    crate::server::inbox::MAX_INBOX_STREAMS,
-                )),
+                inbox_streams: Arc::new(tokio::sync::Semaphore::new(MAX_INBOX_STREAMS)),
                 pages: Default::default(),
                 run: random_token(),
                 devices,
                 people,
                 push,
                 presence: Default::default(),
+                remote: config_remote,
             }),
         }
     }
@@ -310,7 +294,7 @@ impl AppState {
     }
 
     /// This run's cookie and the throttle of wrong tokens.
-    pub fn guard(&self) -> &crate::server::security::Guard {
+    pub fn guard(&self) -> &crate::server::guard::Guard {
         &self.inner.guard
     }
 
@@ -324,7 +308,7 @@ impl AppState {
         &self.inner.people
     }
 
-    /// The open inbox streams' permits (see [`crate::server::inbox::MAX_INBOX_STREAMS`]).
+    /// The open inbox streams' permits (see [`MAX_INBOX_STREAMS`]).
     pub fn inbox_streams(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.inner.inbox_streams
     }
@@ -570,19 +554,77 @@ impl AppState {
     pub fn mcp_lifecycle(&self) -> &McpLifecycle {
         &self.inner.mcp
     }
+}
 
-    /// Starts the host's background tasks: the detach grace's timer, and
-    /// closing MCP sessions at shutdown. [`crate::serve`] calls it; building
-    /// the router starts nothing.
-    pub fn spawn_background_tasks(&self) {
-        spawn_grace_timer(self.inner.pending.clone(), self.shutdown_token());
-        crate::server::store::spawn_pruning(
-            self.inner.record.clone(),
-            self.inner.config.keep_days,
-            self.shutdown_token(),
-        );
-        crate::server::mcp::lifecycle::spawn(self);
-        crate::server::push::service::spawn(self);
+/// The devices room's sub-state, for its handlers.
+impl axum::extract::FromRef<AppState> for crate::server::devices::DevicesRoom {
+    fn from_ref(state: &AppState) -> Self {
+        let inner = &state.inner;
+        Self {
+            devices: inner.devices.clone(),
+            record: inner.record.clone(),
+            guard: inner.guard.clone(),
+            remote: inner.remote.clone(),
+            push: inner
+                .push
+                .clone()
+                .map(|push| push as Arc<dyn crate::server::credential::ForgetsDevices>),
+        }
+    }
+}
+
+/// The people room's sub-state, for its handlers.
+impl axum::extract::FromRef<AppState> for crate::server::people::PeopleRoom {
+    fn from_ref(state: &AppState) -> Self {
+        let inner = &state.inner;
+        Self {
+            people: inner.people.clone(),
+            devices: inner.devices.clone(),
+            pending: inner.pending.clone(),
+            record: inner.record.clone(),
+            push: inner
+                .push
+                .clone()
+                .map(|push| push as Arc<dyn crate::server::credential::ForgetsDevices>),
+        }
+    }
+}
+
+/// The people's rules read the people and the table of the whole state too.
+impl crate::server::people::PeopleHost for AppState {
+    fn people(&self) -> &crate::server::people::People {
+        AppState::people(self)
+    }
+
+    fn pending(&self) -> &Arc<PendingTable> {
+        AppState::pending(self)
+    }
+}
+
+/// The push room's sub-state, for its routes and its task.
+impl axum::extract::FromRef<AppState> for crate::server::push::service::PushRoom {
+    fn from_ref(state: &AppState) -> Self {
+        let inner = &state.inner;
+        Self {
+            push: inner.push.clone(),
+            presence: inner.presence.clone(),
+            record: inner.record.clone(),
+            pending: inner.pending.clone(),
+            people: inner.people.clone(),
+            devices: inner.devices.clone(),
+            shutdown: inner.shutdown.clone(),
+            ntfy: inner.config.ntfy.clone(),
+            remote: inner.remote.clone(),
+            port: inner.config.port,
+            detach_grace: inner.config.detach_grace,
+        }
+    }
+}
+
+/// MCP's sub-state, for its layers (`State<McpLifecycle>`).
+impl axum::extract::FromRef<AppState> for McpLifecycle {
+    fn from_ref(state: &AppState) -> Self {
+        state.inner.mcp.clone()
     }
 }
 

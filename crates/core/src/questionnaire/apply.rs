@@ -101,12 +101,12 @@ pub fn apply(state: &mut Questionnaire, action: Action) -> Vec<Effect> {
         } => submit_failed(state, question_id, status, code, message, &mut out),
         Action::ShowFirst { question_id } => show_first(state, question_id, &mut out),
         Action::Collapse => {
-            if let Some(request) = state.requests.first_mut() {
+            if let Some(request) = state.active_mut() {
                 request.collapsed = true;
             }
         }
         Action::Expand => {
-            if let Some(request) = state.requests.first_mut() {
+            if let Some(request) = state.active_mut() {
                 request.collapsed = false;
                 out.focus(entry_focus(request));
             }
@@ -177,6 +177,13 @@ fn frame(state: &mut Questionnaire, event: SessionEvent, out: &mut Out) {
             remove(state, &resolved.id, Some(resolved.outcome), out)
         }
         SessionEvent::SessionSynced(synced) => {
+            // The replay is over: an opened request not in it was resolved
+            // meanwhile, and the others are shown.
+            if std::mem::take(&mut state.opened_awaited)
+                && let Some(active) = state.requests.first()
+            {
+                out.focus(entry_focus(active));
+            }
             let gone: Vec<String> = state
                 .requests
                 .iter()
@@ -237,6 +244,7 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out)
         .unwrap_or(state.requests.len());
     // The request the page was opened on goes first, and stays there.
     let position = if state.shown_first.as_deref() == Some(request.id.as_str()) {
+        state.opened_awaited = false;
         0
     } else {
         let front_kept = state
@@ -270,12 +278,14 @@ fn requested(state: &mut Questionnaire, frame: QuestionRequested, out: &mut Out)
 /// [`Action::ShowFirst`]: the request moves to the front now if pending, and
 /// is put there when it arrives otherwise.
 fn show_first(state: &mut Questionnaire, id: String, out: &mut Out) {
-    if let Some(position) = state.requests.iter().position(|r| r.id == id)
-        && position > 0
-    {
-        let request = state.requests.remove(position);
-        state.requests.insert(0, request);
-        out.focus(entry_focus(&state.requests[0]));
+    match state.requests.iter().position(|r| r.id == id) {
+        Some(0) => {}
+        Some(position) => {
+            let request = state.requests.remove(position);
+            state.requests.insert(0, request);
+            out.focus(entry_focus(&state.requests[0]));
+        }
+        None => state.opened_awaited = true,
     }
     state.shown_first = Some(id);
 }
@@ -453,7 +463,7 @@ fn edit(
     out: &mut Out,
     change: impl FnOnce(&mut PendingRequest, &mut Out) -> bool,
 ) {
-    let Some(request) = state.requests.first_mut().filter(|r| r.is_editable()) else {
+    let Some(request) = state.active_mut().filter(|r| r.is_editable()) else {
         return;
     };
     if change(request, out) {
@@ -690,7 +700,7 @@ fn key(state: &mut Questionnaire, key: KeyInput, out: &mut Out) {
     if state.ime.claims(&key) || key.shortcut {
         return;
     }
-    let Some(request) = state.requests.first_mut() else {
+    let Some(request) = state.active_mut() else {
         return;
     };
     if !request.is_editable() || request.collapsed {

@@ -18,9 +18,21 @@ impl Questionnaire {
         !self.requests.is_empty()
     }
 
-    /// The request shown: the oldest pending one.
+    /// The request shown: the oldest pending one (the one the page was
+    /// opened on first), none while that one is still awaited.
     pub fn active(&self) -> Option<&PendingRequest> {
+        if self.opened_awaited {
+            return None;
+        }
         self.requests.first()
+    }
+
+    /// [`active`](Self::active), to change: what the person's actions reach.
+    pub(crate) fn active_mut(&mut self) -> Option<&mut PendingRequest> {
+        if self.opened_awaited {
+            return None;
+        }
+        self.requests.first_mut()
     }
 
     /// Every pending request, oldest first.

@@ -36,6 +36,11 @@ pub struct Questionnaire {
     /// The request the page was opened on ([`Action::ShowFirst`]): shown
     /// first while it waits, whenever it arrives.
     pub(crate) shown_first: Option<String>,
+    /// The page was opened on a request that has not arrived yet, and the
+    /// replay has not ended: nothing is shown until one of them happens, so
+    /// an older request never flashes up, to be swapped for the opened one
+    /// under the person's finger.
+    pub(crate) opened_awaited: bool,
 }
 
 /// A DOM intent (move focus, say something) with a version that grows by one

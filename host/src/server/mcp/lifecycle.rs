@@ -5,7 +5,7 @@
 //! Building the router starts nothing: [`spawn`] is called by
 //! [`crate::serve`], which owns the host's lifecycle.
 
-use super::sessions::SessionEnds;
+use crate::server::mcp_state::McpLifecycle;
 use crate::server::state::AppState;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -13,44 +13,14 @@ use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::Response;
 use futures_util::StreamExt;
-use rmcp::task_manager::TaskManager;
-use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 /// How long shutdown lets the calls it resolved deliver their results before
 /// it closes the MCP sessions (well inside the host's drain timeout).
 pub const RESULT_DRAIN: Duration = Duration::from_secs(2);
-
-/// The MCP lifecycle shared by the router (which records exchanges), the
-/// servers (which keep tasks) and [`spawn`] (which closes sessions at
-/// shutdown). Creating it starts nothing.
-#[derive(Clone, Default)]
-pub struct McpLifecycle {
-    /// POST exchanges whose response is not over yet.
-    pub(crate) posts: TaskTracker,
-    /// Ends every MCP session and stream (rmcp's cancellation token).
-    pub(crate) sessions: CancellationToken,
-    /// The MCP tasks of every session: a task outlives the connection and the
-    /// session that created it.
-    pub(crate) tasks: TaskManager,
-    /// Tasks are counted and created one at a time, so the cap is exact.
-    pub(crate) task_spawning: Arc<Mutex<()>>,
-    /// Fires for an MCP session the moment it is closed.
-    pub(crate) session_ends: SessionEnds,
-}
-
-impl std::fmt::Debug for McpLifecycle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpLifecycle")
-            .field("posts", &self.posts)
-            .field("tasks", &self.tasks.running_task_count())
-            .finish_non_exhaustive()
-    }
-}
 
 /// Fires when the client hung up on the HTTP exchange that carries a tool
 /// call's result: the request or its response was dropped before the

@@ -29,17 +29,17 @@ pub mod lifecycle;
 pub mod sessions;
 pub mod tool;
 
-pub use lifecycle::{McpLifecycle, RESULT_DRAIN};
-pub use sessions::{Admission, CappedSessions, SessionEnds, SessionsError};
+pub use crate::server::mcp_state::{McpLifecycle, SessionEnds};
+pub use lifecycle::RESULT_DRAIN;
+pub use sessions::{Admission, CappedSessions, SessionsError};
 pub use tool::{AskUserServer, call_result, error_line, tool};
 
 use crate::server::error::ApiError;
 use crate::server::extract::BODY_LIMIT;
-use crate::server::security;
 use crate::server::state::AppState;
 use ask_user_core::{SessionId, UserInteractionError};
 use axum::Router;
-use axum::extract::{Query, Request};
+use axum::extract::{FromRef, Query, Request};
 use axum::http::Uri;
 use axum::middleware::{Next, from_fn, from_fn_with_state};
 use axum::response::{IntoResponse, Response};
@@ -88,10 +88,11 @@ async fn check_session_query(mut request: Request, next: Next) -> Response {
     }
 }
 
-/// The `/mcp` route with its layers: the token (401), the `?session=` check
-/// (400), the session limit (429), then rmcp's Streamable HTTP service. The
-/// `Host`/`Origin` checks and the security headers come from the layers
-/// [`crate::app`] puts around every route.
+/// The `/mcp` route with its layers: the `?session=` check (400), the
+/// session limit (429), then rmcp's Streamable HTTP service. The token (401)
+/// is the layer [`crate::app`] puts around it (so MCP names nothing of the
+/// middleware, which names MCP's path), the `Host`/`Origin` checks and the
+/// security headers the layers it puts around every route.
 ///
 /// Building it starts nothing: [`lifecycle::spawn`] (called by
 /// [`crate::serve`]) closes the sessions at shutdown.
@@ -100,7 +101,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     session_config.keep_alive = Some(MCP_SESSION_IDLE);
     let mut local = LocalSessionManager::default();
     local.session_config = session_config;
-    let lifecycle = state.mcp_lifecycle().clone();
+    let lifecycle = McpLifecycle::from_ref(state);
     let sessions = Arc::new(CappedSessions::new(
         local,
         state.config().max_mcp_sessions,
@@ -124,7 +125,6 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route_layer(from_fn_with_state(sessions, sessions::limit_sessions))
         .route_layer(from_fn_with_state(lifecycle, lifecycle::watch_exchange))
         .route_layer(from_fn(check_session_query))
-        .route_layer(from_fn_with_state(state.clone(), security::require_token))
 }
 
 #[cfg(test)]

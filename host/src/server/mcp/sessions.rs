@@ -14,6 +14,7 @@
 use crate::logged::logged_at_most;
 use crate::server::error::ApiError;
 use crate::server::extract::BODY_LIMIT;
+use crate::server::mcp_state::SessionEnds;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Method;
@@ -32,7 +33,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// rmcp's in-memory session manager that opens at most `limit` sessions.
 ///
@@ -136,36 +136,6 @@ fn counted<S: Stream + Send + Sync + 'static>(
         let _in_flight = &in_flight;
         item
     })
-}
-
-/// One token per open MCP session that fires the moment the session is
-/// closed (`DELETE /mcp`, expiry, shutdown). rmcp cancels a closed session's
-/// calls only after letting their responses drain for seconds; a call that
-/// watches this token ends at once.
-#[derive(Debug, Clone, Default)]
-pub struct SessionEnds {
-    open: Arc<std::sync::Mutex<HashMap<Arc<str>, CancellationToken>>>,
-}
-
-impl SessionEnds {
-    fn opened(&self, id: &SessionId) {
-        self.lock().entry(id.clone()).or_default();
-    }
-
-    fn ended(&self, id: &SessionId) {
-        if let Some(end) = self.lock().remove(id) {
-            end.cancel();
-        }
-    }
-
-    /// The token of the open session `id`.
-    pub fn of(&self, id: &str) -> Option<CancellationToken> {
-        self.lock().get(id).cloned()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, CancellationToken>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// Room for one new session, held while its `initialize` is served: while it

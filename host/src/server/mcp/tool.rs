@@ -43,11 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::{Instant, MissedTickBehavior};
 
-/// How often a call with a progress token hears that the person is still
-/// answering. Half of the 10 s that clients resetting their timeout on
-/// progress may be promised, so one late tick (a busy machine, a slow proxy)
-/// still arrives in time; one small SSE frame per 5 s costs nothing.
-pub const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
+pub use crate::server::limits::PROGRESS_INTERVAL;
 
 /// How long a call in an MCP session whose client hung up (its question is
 /// detached at once) still listens for an explicit end. Clients that close

@@ -11,7 +11,7 @@
 //! table's order. This file imports nothing from tokio (a tidy test holds it).
 
 use super::SharedEvent;
-use crate::server::store::{Restored, Write};
+use crate::server::store::{Observed, RecordState, Restored, Write};
 use crate::server::transcript::{LogLimits, SessionLogs};
 use ask_user_core::limits::{LISTED_SESSION_IDLE_MS, MAX_LISTED_SESSIONS, MAX_PENDING_PER_SESSION};
 use ask_user_core::wire::{
@@ -249,54 +249,6 @@ pub enum Input {
     /// The host shuts down: every pending question resolves `disposed`, held
     /// resolutions are dropped, new questions are refused.
     Shutdown,
-}
-
-/// A question as a shared record has it now.
-#[derive(Debug, Clone)]
-pub struct Observed {
-    /// Its session.
-    pub session: String,
-    /// Its id.
-    pub id: String,
-    /// The question as it was asked, with its request's canonical JSON
-    /// (`serde_json::to_vec(&question.request)`); `None` when the record no
-    /// longer has it.
-    pub asked: Option<(QuestionRequested, Bytes)>,
-    /// Where it stands.
-    pub state: RecordState,
-    /// Whether the record has it escalated (a host's timer widened its
-    /// audience): a table whose own timer has not fired yet follows.
-    pub escalated: bool,
-}
-
-/// Where a question stands in a shared record.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RecordState {
-    /// A call on this host waits on it.
-    AttachedHere,
-    /// A call on another (live) host waits on it.
-    AttachedElsewhere,
-    /// No call waits; detached this long ago (its grace counts from then).
-    Detached {
-        /// How long ago it was detached.
-        since: Duration,
-    },
-    /// It ended.
-    Resolved {
-        /// How.
-        outcome: Outcome,
-        /// The normalised answer, when answered.
-        answer: Option<AnswerBatch>,
-        /// Who answered or cancelled.
-        by: Option<AnsweredBy>,
-        /// When (Unix ms).
-        at_ms: u64,
-        /// Whether its resolution is still held for an asker that may come
-        /// back (no host has taken it).
-        held: bool,
-    },
-    /// The record has no such question (its row was discarded or pruned).
-    Gone,
 }
 
 /// What the driver must do, in this order, before it lets the lock go.

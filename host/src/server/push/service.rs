@@ -3,17 +3,20 @@
 //! pushes each new batch to them (and closes its notification once the batch
 //! is resolved anywhere).
 
-use super::presence::PresenceReport;
+use super::ntfy::NtfyTarget;
+use super::presence::{Presence, PresenceReport};
 use super::{Delivery, EndpointPolicy, PushMessage, Sender, Subscription, Urgency, VapidKey};
-use crate::server::devices::Credential;
+use crate::server::credential::Credential;
+use crate::server::devices::Devices;
 use crate::server::error::ApiError;
 use crate::server::extract::BodyText;
-use crate::server::people::Viewer;
-use crate::server::state::AppState;
-use crate::server::store::{Write, now_ms};
+use crate::server::guard::RemoteOrigin;
+use crate::server::pending::PendingTable;
+use crate::server::people::{People, PeopleHost, Viewer};
+use crate::server::store::{Store, Write, now_ms};
 use ask_user_core::UserInteractionError;
 use ask_user_core::wire::SessionEvent;
-use axum::extract::State;
+use axum::extract::{FromRef, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router};
@@ -22,6 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// The subscriber id of the host's own page (on loopback, with the master
 /// token): not a paired device, so its subscription is kept in the data
@@ -43,6 +47,72 @@ pub struct PushConfig {
     /// whoever sends (`--push-contact`, else the `--remote` origin); none
     /// without either.
     pub contact: Option<String>,
+}
+
+/// The push room's sub-state: what its routes and its task use, handed to
+/// them through axum's `FromRef` (`AppState` builds it), so this room
+/// imports nothing of the state that owns it.
+#[derive(Clone)]
+pub struct PushRoom {
+    /// Push to paired devices, when on.
+    pub push: Option<Arc<Push>>,
+    /// Whether the person is looking at a page.
+    pub presence: Arc<Presence>,
+    /// The durable record (device subscriptions).
+    pub record: Arc<dyn Store>,
+    /// The pending table.
+    pub pending: Arc<PendingTable>,
+    /// The people (who may see what a push announces).
+    pub people: Arc<People>,
+    /// Paired devices (whom a push goes to).
+    pub devices: Arc<Devices>,
+    /// Fires once shutdown has begun.
+    pub shutdown: CancellationToken,
+    /// The ntfy topic new questions are also posted to (`--ntfy`).
+    pub ntfy: Option<NtfyTarget>,
+    /// The `--remote` origin a notification links to.
+    pub remote: Option<Arc<RemoteOrigin>>,
+    /// The port the host is reachable on (links without `--remote`).
+    pub port: u16,
+    /// `--detach-grace`: how long a push stays worth delivering.
+    pub detach_grace: Duration,
+}
+
+impl PushRoom {
+    /// Push to paired devices, when on.
+    pub fn push(&self) -> Option<&Arc<Push>> {
+        self.push.as_ref()
+    }
+
+    /// Whether the person is looking at a page.
+    pub fn presence(&self) -> &Presence {
+        &self.presence
+    }
+
+    /// The durable record.
+    pub fn record(&self) -> &Arc<dyn Store> {
+        &self.record
+    }
+
+    /// Paired devices.
+    pub fn devices(&self) -> &Devices {
+        &self.devices
+    }
+
+    /// Fires once shutdown has begun.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+}
+
+impl PeopleHost for PushRoom {
+    fn people(&self) -> &People {
+        &self.people
+    }
+
+    fn pending(&self) -> &Arc<PendingTable> {
+        &self.pending
+    }
 }
 
 /// The run's push state.
@@ -133,11 +203,21 @@ impl Push {
     }
 }
 
+impl crate::server::credential::ForgetsDevices for Push {
+    fn forget(&self, device: &str) {
+        Push::forget(self, device);
+    }
+}
+
 /// Whether this binary can reach `https` push services (the `push-tls` feature).
 pub const HAS_TLS_CLIENT: bool = cfg!(feature = "push-tls");
 
 /// The routes (behind a credential).
-pub fn router() -> Router<AppState> {
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    PushRoom: FromRef<S>,
+{
     Router::new()
         .route("/api/push/key", get(key))
         .route(
@@ -150,7 +230,7 @@ pub fn router() -> Router<AppState> {
 /// `POST /api/presence`: a page says whether the person is looking at it
 /// (see [`super::presence`]). Taken with or without push.
 async fn presence(
-    State(state): State<AppState>,
+    State(state): State<PushRoom>,
     BodyText(body): BodyText,
 ) -> Result<StatusCode, ApiError> {
     let report: PresenceReport = serde_json::from_str(&body)
@@ -172,7 +252,7 @@ async fn presence(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn push_of(state: &AppState) -> Result<&Arc<Push>, ApiError> {
+fn push_of(state: &PushRoom) -> Result<&Arc<Push>, ApiError> {
     state
         .push()
         .ok_or_else(|| ApiError::NotFound("push: this host was started without push".to_owned()))
@@ -245,7 +325,7 @@ fn write_desktop_subscription(dir: &std::path::Path, json: Option<&str>) -> Resu
 /// Keeps `json` as `device`'s subscription: with the device in the store, or
 /// the desktop page's in the data directory (this run only without one).
 async fn keep_subscription(
-    state: &AppState,
+    state: &PushRoom,
     push: &Push,
     device: &str,
     json: Option<String>,
@@ -282,7 +362,7 @@ struct KeyBody {
     public_key: String,
 }
 
-async fn key(State(state): State<AppState>) -> Result<Json<KeyBody>, ApiError> {
+async fn key(State(state): State<PushRoom>) -> Result<Json<KeyBody>, ApiError> {
     let key = push_of(&state)?
         .key()
         .map_err(|why| ApiError::Store(crate::server::store::StoreError::Unavailable(why)))?;
@@ -297,7 +377,7 @@ struct StatusBody {
 }
 
 async fn subscription_status(
-    State(state): State<AppState>,
+    State(state): State<PushRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<Json<StatusBody>, ApiError> {
     let push = push_of(&state)?;
@@ -308,7 +388,7 @@ async fn subscription_status(
 }
 
 async fn subscribe(
-    State(state): State<AppState>,
+    State(state): State<PushRoom>,
     Extension(credential): Extension<Credential>,
     BodyText(body): BodyText,
 ) -> Result<StatusCode, ApiError> {
@@ -336,7 +416,7 @@ async fn subscribe(
 }
 
 async fn unsubscribe(
-    State(state): State<AppState>,
+    State(state): State<PushRoom>,
     Extension(credential): Extension<Credential>,
 ) -> Result<StatusCode, ApiError> {
     let push = push_of(&state)?;
@@ -346,7 +426,7 @@ async fn unsubscribe(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn drop_subscription(state: &AppState, push: &Push, device: &str) {
+async fn drop_subscription(state: &PushRoom, push: &Push, device: &str) {
     push.subscriptions().remove(device);
     if let Err(error) = keep_subscription(state, push, device, None).await {
         tracing::warn!(%device, error = %crate::logged::logged(&error), "push: dropping the subscription was not kept");
@@ -472,7 +552,7 @@ impl Dispatcher {
 /// Every batch waiting now, across sessions: the table's shared events (no
 /// copy of a request), described in full only when `seen` says the
 /// dispatcher has not seen it yet (else its id and session alone).
-fn waiting_now(state: &AppState, seen: impl Fn(&str, bool) -> bool) -> Vec<Waiting> {
+fn waiting_now(state: &PushRoom, seen: impl Fn(&str, bool) -> bool) -> Vec<Waiting> {
     let pending = state.pending();
     let list = pending.sessions(now_ms());
     let mut waiting = Vec::new();
@@ -526,9 +606,9 @@ fn waiting_now(state: &AppState, seen: impl Fn(&str, bool) -> bool) -> Vec<Waiti
 
 /// Starts the task that pushes (when push or `--ntfy` is on): it wakes
 /// whenever the sessions change, and stops at shutdown.
-pub fn spawn(state: &AppState) {
+pub fn spawn(state: &PushRoom) {
     let push = state.push().cloned();
-    let ntfy = state.config().ntfy.clone();
+    let ntfy = state.ntfy.clone();
     if push.is_none() && ntfy.is_none() {
         return;
     }
@@ -573,14 +653,14 @@ pub fn spawn(state: &AppState) {
 /// Posts an ask to the `--ntfy` topic (closing follow-ups have no ntfy
 /// counterpart); logged without the message or the topic.
 fn post_to_ntfy(
-    state: &AppState,
+    state: &PushRoom,
     target: &super::ntfy::NtfyTarget,
     client: &Arc<super::PushClient>,
     message: &PushMessage,
 ) {
-    let base = match &state.config().remote {
+    let base = match &state.remote {
         Some(remote) => remote.origin.clone(),
-        None => format!("http://127.0.0.1:{}", state.config().port),
+        None => format!("http://127.0.0.1:{}", state.port),
     };
     let Some(body) = target.body(message, &base) else {
         return;
@@ -613,7 +693,7 @@ enum Reach {
 /// Sends `message` to the opted-in devices still paired that `reach` says,
 /// each in a task of its own; a subscription the push service says is gone
 /// is dropped.
-fn send_to(state: &AppState, push: &Arc<Push>, message: PushMessage, reach: Reach) {
+fn send_to(state: &PushRoom, push: &Arc<Push>, message: PushMessage, reach: Reach) {
     // A batch is shown only to devices whose person is in its audience (the
     // owner's devices and the desktop see all); a close reveals nothing.
     let shown = match &message {
@@ -672,7 +752,7 @@ fn send_to(state: &AppState, push: &Arc<Push>, message: PushMessage, reach: Reac
         PushMessage::Close { .. } => ("close", Urgency::Normal),
     };
     // As long as the host keeps a detached question: past it the question is gone.
-    let ttl = state.config().detach_grace.max(Duration::from_secs(60));
+    let ttl = state.detach_grace.max(Duration::from_secs(60));
     for (device, subscription) in targets {
         let (state, push, key, message) =
             (state.clone(), push.clone(), key.clone(), message.clone());

@@ -24,6 +24,7 @@ use ask_user_core::wire::{
     AnsweredBy, MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry,
 };
 use ask_user_core::{AnswerBatch, UserInteractionError};
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -74,8 +75,8 @@ impl Default for StoreLimits {
         Self {
             max_bytes: DEFAULT_MAX_STORE_BYTES,
             session_bytes_per_minute: DEFAULT_SESSION_WRITE_BYTES_PER_MINUTE,
-            max_restored_questions: crate::server::state::DEFAULT_MAX_PENDING,
-            max_restored_bytes: crate::server::pending::DEFAULT_MAX_PENDING_BYTES,
+            max_restored_questions: crate::server::limits::DEFAULT_MAX_PENDING,
+            max_restored_bytes: crate::server::limits::DEFAULT_MAX_PENDING_BYTES,
         }
     }
 }
@@ -130,7 +131,7 @@ impl Asked {
             id: question.id.clone(),
             session: question.session.clone(),
             created_at_ms: question.created_at_ms,
-            json: crate::server::pending::question_json(question, request_json),
+            json: crate::server::canonical::question_json(question, request_json),
         }
     }
 }
@@ -582,14 +583,111 @@ pub trait SharedRecord: Send + Sync {
     /// after every (re)connect.
     fn follow(
         &self,
-        pending: std::sync::Arc<crate::server::pending::PendingTable>,
-        devices: std::sync::Arc<crate::server::devices::Devices>,
-        people: std::sync::Arc<crate::server::people::People>,
+        pending: std::sync::Arc<dyn FollowingTable>,
+        devices: std::sync::Arc<dyn FollowingDevices>,
+        people: std::sync::Arc<dyn FollowingPeople>,
     );
 
     /// Waits until the first reconciliation is done (the table shows what the
     /// record holds): before the host serves.
     fn ready(&self) -> futures_util::future::BoxFuture<'static, ()>;
+}
+
+/// A question as a shared record has it now.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    /// Its session.
+    pub session: String,
+    /// Its id.
+    pub id: String,
+    /// The question as it was asked, with its request's canonical JSON
+    /// (`serde_json::to_vec(&question.request)`); `None` when the record no
+    /// longer has it.
+    pub asked: Option<(QuestionRequested, Bytes)>,
+    /// Where it stands.
+    pub state: RecordState,
+    /// Whether the record has it escalated (a host's timer widened its
+    /// audience): a table whose own timer has not fired yet follows.
+    pub escalated: bool,
+}
+
+/// Where a question stands in a shared record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RecordState {
+    /// A call on this host waits on it.
+    AttachedHere,
+    /// A call on another (live) host waits on it.
+    AttachedElsewhere,
+    /// No call waits; detached this long ago (its grace counts from then).
+    Detached {
+        /// How long ago it was detached.
+        since: Duration,
+    },
+    /// It ended.
+    Resolved {
+        /// How.
+        outcome: Outcome,
+        /// The normalised answer, when answered.
+        answer: Option<AnswerBatch>,
+        /// Who answered or cancelled.
+        by: Option<AnsweredBy>,
+        /// When (Unix ms).
+        at_ms: u64,
+        /// Whether its resolution is still held for an asker that may come
+        /// back (no host has taken it).
+        held: bool,
+    },
+    /// The record has no such question (its row was discarded or pruned).
+    Gone,
+}
+
+/// The pending table as a shared record drives it (implemented by
+/// `pending::PendingTable`; the store names no type of the table's, so the
+/// table may journal to the store without a circle).
+pub trait FollowingTable: Send + Sync {
+    /// What the record says of questions another host may have changed.
+    fn observe(&self, observed: Vec<Observed>);
+    /// The (session, id) of every question the table has open, pending or held.
+    fn open_ids(&self) -> Vec<(String, String)>;
+    /// The ids of the questions a call on this host waits on.
+    fn attached_ids(&self) -> Vec<String>;
+    /// A message another host wrote (already in the record) posted to the
+    /// session's streams.
+    fn post_message_as(&self, session: &str, message: MessageCreated) -> MessageCreated;
+}
+
+/// The paired devices as a shared record drives them (implemented by
+/// `devices::Devices`).
+pub trait FollowingDevices: Send + Sync {
+    /// Adds the devices paired through another host and revokes the ones
+    /// `paired` no longer lists; how many were revoked.
+    fn follow(&self, paired: Vec<DeviceRecord>) -> usize;
+    /// Revokes the devices paired under person `person` (removed through
+    /// another host); how many.
+    fn revoke_person(&self, person: &str) -> usize;
+}
+
+/// What a shared record says of people and agent tokens (all it has that
+/// is not removed, and the removed ones among those a host knows): see
+/// [`FollowingPeople::follow`].
+#[derive(Debug, Default)]
+pub struct Followed {
+    /// Each person's row, and whether it was removed.
+    pub people: Vec<(PersonRecord, bool)>,
+    /// Each agent token's row, and whether it was removed.
+    pub agents: Vec<(AgentRecord, bool)>,
+}
+
+/// The people and agent tokens as a shared record drives them (implemented
+/// by `people::People`).
+pub trait FollowingPeople: Send + Sync {
+    /// Adds the people and agent tokens added through another host, removes
+    /// the ones removed there (their credential refused at once, their
+    /// streams ended); one added here whose row is not written yet stays.
+    /// The ids of the people removed (their devices go with them).
+    fn follow(&self, followed: Followed) -> Vec<String>;
+    /// The ids of the people and agent tokens known here.
+    fn ids(&self) -> Vec<String>;
 }
 
 /// `--ephemeral`: keeps nothing, so every write "applies" at once and the

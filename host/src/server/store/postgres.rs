@@ -26,13 +26,10 @@
 
 use super::sqlite::restorable;
 use super::{
-    AgentRecord, Asked, DeviceRecord, Health, HistoryCursor, HistoryPage, HistoryQuery,
-    HistoryRecord, PersonRecord, Restored, SharedRecord, Store, StoreError, StoreLimits, Taken,
-    Ticket, Write,
+    AgentRecord, Asked, DeviceRecord, Followed, FollowingDevices, FollowingPeople, FollowingTable,
+    Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Observed, PersonRecord,
+    RecordState, Restored, SharedRecord, Store, StoreError, StoreLimits, Taken, Ticket, Write,
 };
-use crate::server::devices::Devices;
-use crate::server::pending::{Observed, PendingTable, RecordState};
-use crate::server::people::{Followed, People};
 use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
@@ -1082,7 +1079,7 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let escalated: bool = row.get(11);
     let asked = match serde_json::from_str::<QuestionRequested>(&question) {
         Ok(question) if question.id == id && restorable(&session, &question).is_ok() => {
-            let json = crate::server::pending::request_json(&question.request);
+            let json = crate::server::canonical::request_json(&question.request);
             Some((question, json))
         }
         _ => {
@@ -1127,9 +1124,9 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
 /// the look for dead hosts finds.
 async fn follow(
     inner: Arc<Inner>,
-    pending: Arc<PendingTable>,
-    devices: Arc<Devices>,
-    people: Arc<People>,
+    pending: Arc<dyn FollowingTable>,
+    devices: Arc<dyn FollowingDevices>,
+    people: Arc<dyn FollowingPeople>,
 ) {
     let mut first = inner
         .first_listener
@@ -1217,9 +1214,9 @@ async fn follow(
 async fn apply_notifications(
     inner: &Inner,
     client: &Client,
-    pending: &PendingTable,
-    devices: &Devices,
-    people: &People,
+    pending: &Arc<dyn FollowingTable>,
+    devices: &Arc<dyn FollowingDevices>,
+    people: &Arc<dyn FollowingPeople>,
     batch: Vec<Notification>,
 ) -> Result<(), tokio_postgres::Error> {
     let own = inner.writer_pid.load(Ordering::Acquire);
@@ -1289,7 +1286,7 @@ async fn apply_notifications(
 async fn observe_ids(
     inner: &Inner,
     client: &Client,
-    pending: &PendingTable,
+    pending: &Arc<dyn FollowingTable>,
     ids: &[String],
 ) -> Result<(), tokio_postgres::Error> {
     let rows = client
@@ -1332,7 +1329,7 @@ async fn observe_ids(
 async fn reconcile(
     inner: &Inner,
     client: &Client,
-    pending: &PendingTable,
+    pending: &Arc<dyn FollowingTable>,
 ) -> Result<(), tokio_postgres::Error> {
     let me = inner.host.load(Ordering::Acquire);
     let attached = pending.attached_ids();
@@ -1401,7 +1398,10 @@ async fn reap_dead_hosts(inner: &Inner, client: &Client) -> Result<(), tokio_pos
 }
 
 /// Makes `devices` what the record pairs now (at most 64 rows: cheap to read whole).
-async fn follow_devices(client: &Client, devices: &Devices) -> Result<(), tokio_postgres::Error> {
+async fn follow_devices(
+    client: &Client,
+    devices: &Arc<dyn FollowingDevices>,
+) -> Result<(), tokio_postgres::Error> {
     let paired = load_devices(client).await?;
     let revoked = devices.follow(paired);
     if revoked > 0 {
@@ -1418,13 +1418,13 @@ async fn follow_devices(client: &Client, devices: &Devices) -> Result<(), tokio_
 /// of the people removed.
 async fn follow_people(
     client: &Client,
-    people: &People,
-    devices: &Devices,
+    people: &Arc<dyn FollowingPeople>,
+    devices: &Arc<dyn FollowingDevices>,
 ) -> Result<(), tokio_postgres::Error> {
     let followed = load_people(client, &people.ids()).await?;
     let gone = people.follow(followed);
     for person in &gone {
-        devices.revoke_person(&person.record.id);
+        devices.revoke_person(person);
     }
     if !gone.is_empty() {
         tracing::info!(
@@ -1837,7 +1837,12 @@ impl SharedRecord for PostgresStore {
         let _ = self.inner.recheck.send(id);
     }
 
-    fn follow(&self, pending: Arc<PendingTable>, devices: Arc<Devices>, people: Arc<People>) {
+    fn follow(
+        &self,
+        pending: Arc<dyn FollowingTable>,
+        devices: Arc<dyn FollowingDevices>,
+        people: Arc<dyn FollowingPeople>,
+    ) {
         tokio::spawn(follow(self.inner.clone(), pending, devices, people));
     }
 

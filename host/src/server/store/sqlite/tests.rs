@@ -459,7 +459,7 @@ fn a_question_written_around_its_kept_request_json_is_what_serde_json_writes() {
     let mut asked = question("q_\"1\"", "s ✓", 7);
     for asked_by in [asked.asked_by.clone(), None] {
         asked.asked_by = asked_by;
-        let request_json = crate::server::pending::request_json(&asked.request);
+        let request_json = crate::server::canonical::request_json(&asked.request);
         let row = crate::server::store::Asked::with_request_json(&asked, &request_json);
         assert_eq!(row, crate::server::store::Asked::from(&asked));
         assert_eq!(row.json, serde_json::to_string(&asked).unwrap());
