@@ -8,7 +8,7 @@ use crate::server::store::{AgentRecord, DeviceRecord, PersonRecord};
 use ask_user_core::Member;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +42,10 @@ pub struct Device {
     seen_written_ms: AtomicU64,
     /// 0 until it answers.
     pub(crate) last_answer_ms: AtomicU64,
+    /// Whether the record has it: false for a pairing whose write is still
+    /// on its way, which a re-read of a shared record must not take for a
+    /// revocation.
+    pub(crate) kept: AtomicBool,
 }
 
 impl Device {
@@ -51,8 +55,21 @@ impl Device {
             last_seen_ms: AtomicU64::new(record.last_seen_ms),
             seen_written_ms: AtomicU64::new(record.last_seen_ms),
             last_answer_ms: AtomicU64::new(record.last_answer_ms.unwrap_or(0)),
+            kept: AtomicBool::new(true),
             record,
         }
+    }
+
+    /// A device just paired here: not in the record until [`Device::mark_kept`].
+    pub(crate) fn paired(record: DeviceRecord) -> Self {
+        let device = Self::new(record);
+        device.kept.store(false, Ordering::Release);
+        device
+    }
+
+    /// The record has it now (its pairing's write was kept).
+    pub(crate) fn mark_kept(&self) {
+        self.kept.store(true, Ordering::Release);
     }
 
     /// When it last made a request (Unix ms; its pairing time until then).

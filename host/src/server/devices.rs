@@ -351,7 +351,7 @@ impl Devices {
                     last_answer_ms: None,
                     person: pairing.person,
                 };
-                let device = Arc::new(Device::new(record));
+                let device = Arc::new(Device::paired(record));
                 if inner.by_credential.len() >= MAX_DEVICES {
                     return Err(PairingError::Gone);
                 }
@@ -384,7 +384,10 @@ impl Devices {
         let gone: Vec<String> = inner
             .by_credential
             .iter()
-            .filter(|(_, device)| !known.contains(&device.record.id))
+            // A pairing whose write is on its way is not in `paired` yet.
+            .filter(|(_, device)| {
+                device.kept.load(Ordering::Acquire) && !known.contains(&device.record.id)
+            })
             .map(|(hash, _)| hash.clone())
             .collect();
         for hash in &gone {
@@ -826,6 +829,7 @@ async fn collect(State(state): State<DevicesRoom>, request: Request) -> Result<R
         state.devices().revoke(&device.record.id);
         return Err(ApiError::Store(error));
     }
+    device.mark_kept();
     tracing::info!(device = %device.record.id, "device paired");
     let cookie = format!("{DEVICE_COOKIE}={credential}; Secure; HttpOnly; SameSite=Strict; Path=/");
     let mut response = Json(serde_json::json!({
@@ -903,6 +907,27 @@ mod tests {
         );
         assert!(devices.authenticate(&credential).is_some());
         assert!(devices.authenticate(&"0".repeat(64)).is_none());
+    }
+
+    #[test]
+    fn a_re_read_of_a_shared_record_revokes_what_it_no_longer_lists_but_not_a_pairing_still_being_written()
+     {
+        let devices = Devices::default();
+        let now = Instant::now();
+        let (id, code) = claimed(&devices, now);
+        devices.decide(&id, true, now).unwrap();
+        let (device, credential) = devices.collect(&code, now).unwrap().unwrap();
+        // The pairing's write is on its way: a re-read does not list it yet.
+        assert_eq!(devices.follow(Vec::new()), 0);
+        assert!(devices.authenticate(&credential).is_some());
+        assert!(!device.revoked.is_cancelled());
+        // Once kept, a re-read that no longer lists it means revoked elsewhere.
+        device.mark_kept();
+        assert_eq!(devices.follow(vec![device.record.clone()]), 0);
+        assert!(devices.authenticate(&credential).is_some());
+        assert_eq!(devices.follow(Vec::new()), 1);
+        assert!(devices.authenticate(&credential).is_none());
+        assert!(device.revoked.is_cancelled(), "its streams end");
     }
 
     #[test]
