@@ -16,6 +16,7 @@
 
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod rates;
 pub mod sqlite;
 
 pub use sqlite::{DATABASE_FILE, SqliteStore};

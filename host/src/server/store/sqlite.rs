@@ -2,6 +2,7 @@
 //! thread that applies queued writes in batches, one transaction each, with
 //! prepared (cached) statements; history reads use their own connection.
 
+use super::rates::SessionRates;
 use super::{
     FAILURE_LOG_INTERVAL, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord,
     Restored, Store, StoreError, StoreLimits, Ticket, Write,
@@ -13,7 +14,6 @@ use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry, TranscriptRecord,
 };
 use rusqlite::{Connection, OpenFlags, params};
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,10 +44,6 @@ const ROW_OVERHEAD: u64 = 256;
 
 /// Resolved questions deleted per step when making room.
 const PRUNE_CHUNK: i64 = 32;
-
-/// The most sessions whose write rate is tracked; past it the ones whose
-/// allowance is whole again are forgotten (they are as if new).
-const MAX_TRACKED_SESSIONS: usize = 4096;
 
 const SCHEMA: &str = "
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -337,7 +333,7 @@ impl SqliteStore {
             health: health.clone(),
             budget,
             copied,
-            rates: HashMap::new(),
+            rates: SessionRates::new(budget.session_per_minute),
             full_logged: None,
         };
         let writer = std::thread::Builder::new()
@@ -1106,14 +1102,6 @@ impl Budget {
     }
 }
 
-/// A session's write allowance: refilled at `--max-session-write-bytes` per
-/// minute up to that much.
-#[derive(Debug)]
-struct Allowance {
-    bytes: u64,
-    at: Instant,
-}
-
 /// A job with what it adds to the file, its JSON serialised once.
 struct Queued {
     job: Job,
@@ -1164,7 +1152,7 @@ struct Writer {
     /// Set by the checkpointer after a pass: the WAL is in the database file
     /// up to a recent frame.
     copied: Arc<AtomicBool>,
-    rates: HashMap<String, Allowance>,
+    rates: SessionRates,
     full_logged: Option<Instant>,
 }
 
@@ -1246,42 +1234,7 @@ impl Writer {
     /// forever.
     fn too_fast(&mut self, job: &Queued) -> Option<StoreError> {
         let session = job.new_row()?;
-        let per_minute = self.budget.session_per_minute;
-        let now = Instant::now();
-        let refill = |allowance: &mut Allowance| {
-            let ms = now.duration_since(allowance.at).as_millis();
-            let earned = (ms.saturating_mul(u128::from(per_minute)) / 60_000) as u64;
-            allowance.bytes = allowance.bytes.saturating_add(earned).min(per_minute);
-            allowance.at = now;
-        };
-        if self.rates.len() >= MAX_TRACKED_SESSIONS && !self.rates.contains_key(session) {
-            self.rates.retain(|_, allowance| {
-                refill(allowance);
-                allowance.bytes < per_minute
-            });
-            if self.rates.len() >= MAX_TRACKED_SESSIONS {
-                // As many sessions writing at once: the byte bound still holds.
-                self.rates.clear();
-            }
-        }
-        // Looked up before inserting: a known session's write copies no name.
-        if !self.rates.contains_key(session) {
-            let whole = Allowance {
-                bytes: per_minute,
-                at: now,
-            };
-            self.rates.insert(session.to_owned(), whole);
-        }
-        let allowance = self.rates.get_mut(session).expect("inserted above");
-        refill(allowance);
-        if allowance.bytes < per_minute && allowance.bytes < job.bytes {
-            return Some(StoreError::TooFast(format!(
-                "session {session:?} wrote more than {per_minute} bytes of questions and \
-                 messages in the last minute (--max-session-write-bytes)"
-            )));
-        }
-        allowance.bytes = allowance.bytes.saturating_sub(job.bytes);
-        None
+        self.rates.admit(session, job.bytes, Instant::now())
     }
 
     /// Applies `batch` in one transaction: all of it is kept, or (an error)
