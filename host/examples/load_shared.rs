@@ -120,7 +120,8 @@ impl Measured {
     fn summary(&mut self) -> String {
         self.round_trips.sort();
         self.answer_to_agent.sort();
-        let per_trip = |cpu: Duration| cpu.as_secs_f64() * 1e6 / self.round_trips.len().max(1) as f64;
+        let per_trip =
+            |cpu: Duration| cpu.as_secs_f64() * 1e6 / self.round_trips.len().max(1) as f64;
         format!(
             "{} in {:.1} s = {:.0}/s; p50 {:.2} ms, p99 {:.2} ms; answer → agent p50 {:.2} ms, p99 {:.2} ms; \
              CPU per round trip {:.0} µs here + {:.0} µs PostgreSQL",
@@ -290,6 +291,19 @@ async fn phase_of(
     result
 }
 
+/// Creates database `name` beside the one of `url` and returns its URL.
+async fn database(url: &str, name: &str) -> String {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to create a database");
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create the phase's database");
+    format!("{}{name}", url.trim_end_matches("postgres"))
+}
+
 /// With `ASK_USER_BENCH_PG_STATS=1`: resets PostgreSQL's statement statistics
 /// (`None`), or prints the statements run since, per round trip.
 async fn statements(pg: &Postgres, round_trips: Option<usize>) {
@@ -361,11 +375,30 @@ async fn main() {
     let token = random_token();
     let url = pg.url();
 
-    let mut sqlite = phase(&pg, "sqlite", &hosts(1, None, &token).await, &token, seconds).await;
+    let mut sqlite = phase(
+        &pg,
+        "sqlite",
+        &hosts(1, None, &token).await,
+        &token,
+        seconds,
+    )
+    .await;
     println!("  1 host, SQLite:      {}", sqlite.summary());
-    let mut one = phase(&pg, "pg1", &hosts(1, Some(&url), &token).await, &token, seconds).await;
+    // A database for each set-up: the one host stays up (its tasks end with
+    // the runtime), and on the same database it would follow, and re-read,
+    // every question of the three hosts' phase (NOTIFY stays in a database).
+    let one_url = database(&url, "pg1").await;
+    let mut one = phase(
+        &pg,
+        "pg1",
+        &hosts(1, Some(&one_url), &token).await,
+        &token,
+        seconds,
+    )
+    .await;
     println!("  1 host, PostgreSQL:  {}", one.summary());
-    let three_hosts = hosts(3, Some(&url), &token).await;
+    let three_url = database(&url, "pg3").await;
+    let three_hosts = hosts(3, Some(&three_url), &token).await;
     let mut three = phase(&pg, "pg3", &three_hosts, &token, seconds).await;
     println!(
         "  3 hosts, PostgreSQL: {} (every round trip crosses hosts)",

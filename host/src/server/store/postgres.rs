@@ -571,6 +571,39 @@ async fn write_loop(
     }
 }
 
+/// A step of a batch's transaction (see [`schedule`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// These jobs' statements are sent together, in order, without waiting
+    /// for each other's answers.
+    Pipelined(std::ops::Range<usize>),
+    /// This job runs alone, once everything before it was applied: a take
+    /// (what it writes depends on what it reads) or a write of several
+    /// statements.
+    Alone(usize),
+}
+
+/// The steps of a batch whose job `i` may be pipelined when `pipelinable[i]`:
+/// every job once, in the batch's order, runs of pipelinable jobs together.
+fn schedule(pipelinable: &[bool]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut run_start = None;
+    for (index, &pipelined) in pipelinable.iter().enumerate() {
+        if pipelined {
+            run_start.get_or_insert(index);
+            continue;
+        }
+        if let Some(start) = run_start.take() {
+            steps.push(Step::Pipelined(start..index));
+        }
+        steps.push(Step::Alone(index));
+    }
+    if let Some(start) = run_start {
+        steps.push(Step::Pipelined(start..pipelinable.len()));
+    }
+    steps
+}
+
 /// What one job came to.
 enum Done {
     Applied(bool),
@@ -644,21 +677,62 @@ impl Writer<'_> {
         {
             return Ok(vec![Done::Applied(self.apply(write).await?)]);
         }
-        self.execute("BEGIN", &[]).await?;
-        let mut results = Vec::with_capacity(jobs.len());
+        let pipelinable: Vec<bool> = jobs
+            .iter()
+            .map(|job| match job {
+                Job::Write(write, _) => !matches!(plan(write, self.me), Planned::Several),
+                Job::Take(..) => false,
+                Job::Flush(_) => true,
+            })
+            .collect();
+        let mut results: Vec<Option<Done>> = jobs.iter().map(|_| None).collect();
         let applied = async {
-            for job in jobs {
-                results.push(match job {
-                    Job::Write(write, _) => Done::Applied(self.apply(write).await?),
-                    Job::Take(asked, sha, _) => Done::Taken(Box::new(self.take(asked, sha).await?)),
-                    Job::Flush(_) => Done::Applied(true),
-                });
+            let begin = self.statement("BEGIN").await?;
+            let commit = self.statement("COMMIT").await?;
+            // What is sent together next, with the job each answers for.
+            let mut queued: Vec<(Statement, Vec<Param>, Option<usize>)> =
+                vec![(begin, Vec::new(), None)];
+            for step in schedule(&pipelinable) {
+                match step {
+                    Step::Pipelined(range) => {
+                        for index in range {
+                            match &jobs[index] {
+                                Job::Write(write, _) => match plan(write, self.me) {
+                                    Planned::One(sql, params) => {
+                                        let statement = self.statement(sql).await?;
+                                        queued.push((statement, params, Some(index)));
+                                    }
+                                    Planned::Nothing | Planned::Several => {
+                                        results[index] = Some(Done::Applied(false));
+                                    }
+                                },
+                                Job::Flush(_) | Job::Take(..) => {
+                                    results[index] = Some(Done::Applied(true));
+                                }
+                            }
+                        }
+                    }
+                    Step::Alone(index) => {
+                        self.send(std::mem::take(&mut queued), &mut results).await?;
+                        results[index] = Some(match &jobs[index] {
+                            Job::Write(write, _) => Done::Applied(self.apply(write).await?),
+                            Job::Take(asked, sha, _) => {
+                                Done::Taken(Box::new(self.take(asked, sha).await?))
+                            }
+                            Job::Flush(_) => Done::Applied(true),
+                        });
+                    }
+                }
             }
-            self.execute("COMMIT", &[]).await
+            queued.push((commit, Vec::new(), None));
+            self.send(queued, &mut results).await
         }
         .await;
         match applied {
-            Ok(_) => Ok(results),
+            Ok(()) => Ok(results
+                .into_iter()
+                .map(|done| done.unwrap_or(Done::Applied(false)))
+                .collect()),
             Err(error) => {
                 if !self.client.is_closed() {
                     let _ = self.client.batch_execute("ROLLBACK").await;
@@ -666,6 +740,31 @@ impl Writer<'_> {
                 Err(error)
             }
         }
+    }
+
+    /// Sends `queued` at once and waits for all their answers: PostgreSQL
+    /// runs them in order, one round trip for them all instead of one each.
+    /// The first error is returned; the statements after it fail with it
+    /// (the transaction is aborted), a COMMIT among them rolls back.
+    async fn send(
+        &self,
+        queued: Vec<(Statement, Vec<Param>, Option<usize>)>,
+        results: &mut [Option<Done>],
+    ) -> Result<(), tokio_postgres::Error> {
+        // `try_join_all` polls them first in order, and tokio-postgres sends
+        // each request when its future is first polled: the order is kept.
+        let answers = futures_util::future::try_join_all(queued.iter().map(
+            |(statement, params, _)| async move {
+                self.client.execute(statement, &param_refs(params)).await
+            },
+        ))
+        .await?;
+        for ((_, _, index), changed) in queued.iter().zip(answers) {
+            if let Some(index) = index {
+                results[*index] = Some(Done::Applied(changed > 0));
+            }
+        }
+        Ok(())
     }
 
     async fn take(
@@ -736,201 +835,210 @@ impl Writer<'_> {
     }
 
     async fn apply(&mut self, write: &Write) -> Result<bool, tokio_postgres::Error> {
-        let me = self.me;
-        let changed = match write {
-            Write::Asked(asked) => {
-                self.execute(
-                    "INSERT INTO ask_user.questions (id, session, question, created_ms, host) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                    &[
-                        &asked.id,
-                        &asked.session,
-                        &asked.json,
-                        &(asked.created_at_ms as i64),
-                        &me,
-                    ],
-                )
-                .await?
+        let changed = match plan(write, self.me) {
+            Planned::One(sql, params) => {
+                let statement = self.statement(sql).await?;
+                self.client
+                    .execute(&statement, &param_refs(&params))
+                    .await?
             }
-            Write::Discard { id } => {
-                self.execute(
-                    "DELETE FROM ask_user.questions WHERE id = $1 AND outcome IS NULL",
-                    &[id],
-                )
-                .await?
-            }
-            Write::Answered {
-                id,
-                answer,
-                at_ms,
-                by,
-            } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET outcome = 'answered', answer = $2, \
-                     resolved_ms = $3, answered_by = $4 WHERE id = $1 AND outcome IS NULL",
-                    &[id, &to_json(answer), &(*at_ms as i64), &by.as_ref().map(to_json)],
-                )
-                .await?
-            }
-            Write::Cancelled { id, at_ms, by } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET outcome = 'cancelled', resolved_ms = $2, \
-                     answered_by = $3 WHERE id = $1 AND outcome IS NULL",
-                    &[id, &(*at_ms as i64), &by.as_ref().map(to_json)],
-                )
-                .await?
-            }
-            // Only what this host's calls wait on, or what nobody waits on:
-            // a host shutting down disposes its own waits, never another
-            // host's or a detached question (another host may be asked again).
-            Write::Ended { id, outcome, at_ms } => {
-                self.execute(
-                    concat!(
-                        "UPDATE ask_user.questions SET outcome = $2, answer = NULL, \
-                         resolved_ms = $3, delivery = 1, host = NULL, detached_ms = NULL \
-                         WHERE id = $1 AND outcome IS NULL AND (host = $4 OR ($2 <> 'disposed' \
-                         AND (host IS NULL OR NOT host = ANY(",
-                        live_hosts!(),
-                        "))))"
-                    ),
-                    &[id, &outcome.as_str(), &(*at_ms as i64), &me],
-                )
-                .await?
-            }
-            Write::Detached { id } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET host = NULL, detached_ms = CASE WHEN outcome \
-                     IS NULL THEN $2 ELSE detached_ms END WHERE id = $1 AND host = $3 AND delivery = 0",
-                    &[id, &(super::now_ms() as i64), &me],
-                )
-                .await?
-            }
-            Write::Delivered { id } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET delivery = 1 \
-                     WHERE id = $1 AND outcome IS NOT NULL AND delivery = 0",
-                    &[id],
-                )
-                .await?
-            }
-            Write::NeverDelivered { id } => {
-                self.execute(
-                    concat!(
-                        "UPDATE ask_user.questions SET delivery = 2 WHERE id = $1 \
-                         AND outcome IS NOT NULL AND delivery = 0 \
-                         AND (host IS NULL OR host = $2 OR NOT host = ANY(",
-                        live_hosts!(),
-                        "))"
-                    ),
-                    &[id, &me],
-                )
-                .await?
-            }
-            Write::Message {
-                session,
-                message,
-                at_ms,
-            } => {
-                let role = to_json(&message.role);
-                self.execute(
-                    "INSERT INTO ask_user.messages (id, session, role, text, at_ms, written_by) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[
-                        &message.id,
-                        session,
-                        &role.trim_matches('"'),
-                        &message.text,
-                        &(*at_ms as i64),
-                        &message.by.as_ref().map(to_json),
-                    ],
-                )
-                .await?
-            }
-            Write::DevicePaired(device) => {
-                self.execute(
-                    "INSERT INTO ask_user.devices (id, name, agent, credential_sha256, paired_ms, \
-                     last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[
-                        &device.id,
-                        &device.name,
-                        &device.agent,
-                        &device.credential_sha256,
-                        &(device.paired_at_ms as i64),
-                        &(device.last_seen_ms as i64),
-                    ],
-                )
-                .await?
-            }
-            Write::DeviceSeen { id, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.devices SET last_seen_ms = $2 \
-                     WHERE id = $1 AND coalesce(last_seen_ms, 0) < $2",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::DeviceAnswered { id, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.devices SET last_answer_ms = $2, \
-                     last_seen_ms = greatest(coalesce(last_seen_ms, 0), $2) \
-                     WHERE id = $1 AND coalesce(last_answer_ms, 0) < $2",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::DeviceRevoked { id, at_ms } => {
-                self.execute(
-                    "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
-                    &[id],
-                )
-                .await?;
-                self.execute(
-                    "UPDATE ask_user.devices SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::PushSubscribed {
-                device,
-                subscription,
-                at_ms,
-            } => {
-                self.execute(
-                    "INSERT INTO ask_user.push_subscriptions (device_id, subscription, subscribed_ms) \
-                     SELECT $1, $2, $3 WHERE EXISTS \
-                     (SELECT 1 FROM ask_user.devices WHERE id = $1 AND revoked_ms IS NULL) \
-                     ON CONFLICT (device_id) DO UPDATE SET subscription = $2, subscribed_ms = $3",
-                    &[device, subscription, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::PushUnsubscribed { device } => {
-                self.execute(
-                    "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
-                    &[device],
-                )
-                .await?
-            }
-            Write::Prune { before_ms } => {
-                let before = *before_ms as i64;
-                self.execute(
-                    "DELETE FROM ask_user.questions WHERE outcome IS NOT NULL AND delivery <> 0 \
-                     AND resolved_ms < $1",
-                    &[&before],
-                )
-                .await?
-                    + self
-                        .execute("DELETE FROM ask_user.messages WHERE at_ms < $1", &[&before])
-                        .await?
-            }
-            // Refused by `submit` before they reach the writer.
-            Write::PersonAdded(_)
-            | Write::PersonRemoved { .. }
-            | Write::AgentAdded(_)
-            | Write::AgentRemoved { .. } => 0,
+            Planned::Nothing => 0,
+            Planned::Several => match write {
+                Write::DeviceRevoked { id, at_ms } => {
+                    self.execute(
+                        "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
+                        &[id],
+                    )
+                    .await?;
+                    self.execute(
+                        "UPDATE ask_user.devices SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL",
+                        &[id, &(*at_ms as i64)],
+                    )
+                    .await?
+                }
+                Write::Prune { before_ms } => {
+                    let before = *before_ms as i64;
+                    self.execute(
+                        "DELETE FROM ask_user.questions WHERE outcome IS NOT NULL AND delivery <> 0 \
+                         AND resolved_ms < $1",
+                        &[&before],
+                    )
+                    .await?
+                        + self
+                            .execute("DELETE FROM ask_user.messages WHERE at_ms < $1", &[&before])
+                            .await?
+                }
+                _ => unreachable!("plan says Several only of the writes above"),
+            },
         };
         Ok(changed > 0)
     }
+}
+
+/// An owned statement parameter (a pipelined statement outlives the borrow of its job).
+type Param = Box<dyn ToSql + Sync + Send>;
+
+fn param_refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|param| &**param as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// How a write is applied.
+enum Planned {
+    /// One statement: it may be pipelined with its neighbours.
+    One(&'static str, Vec<Param>),
+    /// Several statements, one after the other ([`Writer::apply`]).
+    Several,
+    /// Nothing to write.
+    Nothing,
+}
+
+/// The statement of a write of one statement, with its parameters, for a
+/// host whose lock key is `me`.
+fn plan(write: &Write, me: i32) -> Planned {
+    fn text(value: &str) -> Param {
+        Box::new(value.to_owned())
+    }
+    fn ms(value: u64) -> Param {
+        Box::new(value as i64)
+    }
+    let (sql, params): (&'static str, Vec<Param>) = match write {
+        Write::Asked(asked) => (
+            "INSERT INTO ask_user.questions (id, session, question, created_ms, host) \
+             VALUES ($1, $2, $3, $4, $5)",
+            vec![
+                text(&asked.id),
+                text(&asked.session),
+                text(&asked.json),
+                ms(asked.created_at_ms),
+                Box::new(me),
+            ],
+        ),
+        Write::Discard { id } => (
+            "DELETE FROM ask_user.questions WHERE id = $1 AND outcome IS NULL",
+            vec![text(id)],
+        ),
+        Write::Answered {
+            id,
+            answer,
+            at_ms,
+            by,
+        } => (
+            "UPDATE ask_user.questions SET outcome = 'answered', answer = $2, \
+             resolved_ms = $3, answered_by = $4 WHERE id = $1 AND outcome IS NULL",
+            vec![
+                text(id),
+                Box::new(to_json(answer)),
+                ms(*at_ms),
+                Box::new(by.as_ref().map(to_json)),
+            ],
+        ),
+        Write::Cancelled { id, at_ms, by } => (
+            "UPDATE ask_user.questions SET outcome = 'cancelled', resolved_ms = $2, \
+             answered_by = $3 WHERE id = $1 AND outcome IS NULL",
+            vec![text(id), ms(*at_ms), Box::new(by.as_ref().map(to_json))],
+        ),
+        // Only what this host's calls wait on, or what nobody waits on:
+        // a host shutting down disposes its own waits, never another
+        // host's or a detached question (another host may be asked again).
+        Write::Ended { id, outcome, at_ms } => (
+            concat!(
+                "UPDATE ask_user.questions SET outcome = $2, answer = NULL, \
+                 resolved_ms = $3, delivery = 1, host = NULL, detached_ms = NULL \
+                 WHERE id = $1 AND outcome IS NULL AND (host = $4 OR ($2 <> 'disposed' \
+                 AND (host IS NULL OR NOT host = ANY(",
+                live_hosts!(),
+                "))))"
+            ),
+            vec![text(id), text(outcome.as_str()), ms(*at_ms), Box::new(me)],
+        ),
+        Write::Detached { id } => (
+            "UPDATE ask_user.questions SET host = NULL, detached_ms = CASE WHEN outcome \
+             IS NULL THEN $2 ELSE detached_ms END WHERE id = $1 AND host = $3 AND delivery = 0",
+            vec![text(id), ms(super::now_ms()), Box::new(me)],
+        ),
+        Write::Delivered { id } => (
+            "UPDATE ask_user.questions SET delivery = 1 \
+             WHERE id = $1 AND outcome IS NOT NULL AND delivery = 0",
+            vec![text(id)],
+        ),
+        Write::NeverDelivered { id } => (
+            concat!(
+                "UPDATE ask_user.questions SET delivery = 2 WHERE id = $1 \
+                 AND outcome IS NOT NULL AND delivery = 0 \
+                 AND (host IS NULL OR host = $2 OR NOT host = ANY(",
+                live_hosts!(),
+                "))"
+            ),
+            vec![text(id), Box::new(me)],
+        ),
+        Write::Message {
+            session,
+            message,
+            at_ms,
+        } => {
+            let role = to_json(&message.role);
+            (
+                "INSERT INTO ask_user.messages (id, session, role, text, at_ms, written_by) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                vec![
+                    text(&message.id),
+                    text(session),
+                    text(role.trim_matches('"')),
+                    text(&message.text),
+                    ms(*at_ms),
+                    Box::new(message.by.as_ref().map(to_json)),
+                ],
+            )
+        }
+        Write::DevicePaired(device) => (
+            "INSERT INTO ask_user.devices (id, name, agent, credential_sha256, paired_ms, \
+             last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6)",
+            vec![
+                text(&device.id),
+                text(&device.name),
+                text(&device.agent),
+                text(&device.credential_sha256),
+                ms(device.paired_at_ms),
+                ms(device.last_seen_ms),
+            ],
+        ),
+        Write::DeviceSeen { id, at_ms } => (
+            "UPDATE ask_user.devices SET last_seen_ms = $2 \
+             WHERE id = $1 AND coalesce(last_seen_ms, 0) < $2",
+            vec![text(id), ms(*at_ms)],
+        ),
+        Write::DeviceAnswered { id, at_ms } => (
+            "UPDATE ask_user.devices SET last_answer_ms = $2, \
+             last_seen_ms = greatest(coalesce(last_seen_ms, 0), $2) \
+             WHERE id = $1 AND coalesce(last_answer_ms, 0) < $2",
+            vec![text(id), ms(*at_ms)],
+        ),
+        Write::PushSubscribed {
+            device,
+            subscription,
+            at_ms,
+        } => (
+            "INSERT INTO ask_user.push_subscriptions (device_id, subscription, subscribed_ms) \
+             SELECT $1, $2, $3 WHERE EXISTS \
+             (SELECT 1 FROM ask_user.devices WHERE id = $1 AND revoked_ms IS NULL) \
+             ON CONFLICT (device_id) DO UPDATE SET subscription = $2, subscribed_ms = $3",
+            vec![text(device), text(subscription), ms(*at_ms)],
+        ),
+        Write::PushUnsubscribed { device } => (
+            "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
+            vec![text(device)],
+        ),
+        Write::DeviceRevoked { .. } | Write::Prune { .. } => return Planned::Several,
+        // Refused by `submit` before they reach the writer.
+        Write::PersonAdded(_)
+        | Write::PersonRemoved { .. }
+        | Write::AgentAdded(_)
+        | Write::AgentRemoved { .. } => return Planned::Nothing,
+    };
+    Planned::One(sql, params)
 }
 
 /// What a question's row (selected with `observed_columns!()`) says, for a
@@ -1247,11 +1355,11 @@ async fn reap_dead_hosts(
     let now = super::now_ms() as i64;
     let statement = conn
         .get(concat!(
-                "UPDATE ask_user.questions SET host = NULL, \
+            "UPDATE ask_user.questions SET host = NULL, \
                  detached_ms = CASE WHEN outcome IS NULL THEN $2 ELSE detached_ms END \
                  WHERE delivery = 0 AND host IS NOT NULL AND host <> $1 AND NOT host = ANY(",
-                live_hosts!(),
-                ")"
+            live_hosts!(),
+            ")"
         ))
         .await?;
     let reaped = conn.client.execute(&statement, &[&me, &now]).await?;
@@ -1585,6 +1693,75 @@ impl SharedRecord for PostgresStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_batch_is_pipelined_in_runs_split_by_the_jobs_that_must_run_alone() {
+        assert_eq!(schedule(&[]), vec![]);
+        assert_eq!(
+            schedule(&[true, true, false, true, false, false, true]),
+            vec![
+                Step::Pipelined(0..2),
+                Step::Alone(2),
+                Step::Pipelined(3..4),
+                Step::Alone(4),
+                Step::Alone(5),
+                Step::Pipelined(6..7),
+            ]
+        );
+    }
+
+    proptest! {
+        /// The writer applies a batch in its order (a question's writes, a
+        /// take after the writes queued before it): every job exactly once,
+        /// in order, a job that must run alone never inside a run.
+        #[test]
+        fn a_schedule_keeps_every_job_once_in_order_and_runs_alone_what_must(
+            pipelinable in proptest::collection::vec(any::<bool>(), 0..64)
+        ) {
+            let steps = schedule(&pipelinable);
+            let mut order = Vec::new();
+            let mut previous_was_run = false;
+            for step in &steps {
+                match step {
+                    Step::Pipelined(range) => {
+                        prop_assert!(!range.is_empty());
+                        prop_assert!(!previous_was_run, "two runs side by side: {steps:?}");
+                        for index in range.clone() {
+                            prop_assert!(pipelinable[index]);
+                            order.push(index);
+                        }
+                        previous_was_run = true;
+                    }
+                    Step::Alone(index) => {
+                        prop_assert!(!pipelinable[*index]);
+                        order.push(*index);
+                        previous_was_run = false;
+                    }
+                }
+            }
+            prop_assert_eq!(order, (0..pipelinable.len()).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn every_write_but_revoking_a_device_and_pruning_is_one_statement_that_may_be_pipelined() {
+        let id = || "q_1".to_owned();
+        assert!(
+            matches!(plan(&Write::Delivered { id: id() }, 7), Planned::One(_, params) if params.len() == 1)
+        );
+        assert!(
+            matches!(plan(&Write::Detached { id: id() }, 7), Planned::One(sql, params) if sql.contains("host = $3") && params.len() == 3)
+        );
+        assert!(matches!(
+            plan(&Write::Prune { before_ms: 1 }, 7),
+            Planned::Several
+        ));
+        assert!(matches!(
+            plan(&Write::DeviceRevoked { id: id(), at_ms: 1 }, 7),
+            Planned::Several
+        ));
+    }
 
     #[test]
     fn a_store_url_is_refused_without_repeating_it_and_a_remote_one_needs_tls_said_off() {
