@@ -159,11 +159,14 @@ macro_rules! live_hosts {
     };
 }
 
-/// The columns a question's row is observed by (see [`observed`]).
+/// The columns a question's row is observed by (see [`observed`]), the
+/// question's own column read as `$question` (NULL where the reader has it).
 macro_rules! observed_columns {
-    () => {
+    ($question:literal) => {
         concat!(
-            "id, session, question, outcome, answer, resolved_ms, answered_by, \
+            "id, session, ",
+            $question,
+            ", outcome, answer, resolved_ms, answered_by, \
              host, detached_ms, delivery, (host IS NOT NULL AND host = ANY(",
             live_hosts!(),
             "))"
@@ -1041,12 +1044,12 @@ fn plan(write: &Write, me: i32) -> Planned {
     Planned::One(sql, params)
 }
 
-/// What a question's row (selected with `observed_columns!()`) says, for a
+/// What a question's row (selected with `observed_columns!`) says, for a
 /// host whose lock key is `me`; `None` for a row that no longer reads.
 fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let id: String = row.get(0);
     let session: String = row.get(1);
-    let question: String = row.get(2);
+    let question: Option<String> = row.get(2);
     let outcome: Option<String> = row.get(3);
     let answer: Option<String> = row.get(4);
     let resolved_ms: Option<i64> = row.get(5);
@@ -1055,12 +1058,15 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let detached_ms: Option<i64> = row.get(8);
     let delivery: i16 = row.get(9);
     let alive: bool = row.get(10);
-    let asked = match serde_json::from_str::<QuestionRequested>(&question) {
-        Ok(question) if question.id == id && restorable(&session, &question).is_ok() => {
+    let asked = match question.map(|question| serde_json::from_str::<QuestionRequested>(&question))
+    {
+        // Not read: the reader's table has it.
+        None => None,
+        Some(Ok(question)) if question.id == id && restorable(&session, &question).is_ok() => {
             let json = crate::server::pending::request_json(&question.request);
             Some((question, json))
         }
-        _ => {
+        Some(_) => {
             tracing::warn!(id = %crate::logged::logged(&id), "a shared question no longer reads; left out");
             return None;
         }
@@ -1257,11 +1263,20 @@ async fn observe_ids(
     let statement = conn
         .get(concat!(
             "SELECT ",
-            observed_columns!(),
+            observed_columns!("CASE WHEN id = ANY($2) THEN NULL ELSE question END"),
             " FROM ask_user.questions WHERE id = ANY($1)"
         ))
         .await?;
-    let rows = conn.client.query(&statement, &[&ids]).await?;
+    let open: HashMap<String, String> = pending
+        .open_ids()
+        .into_iter()
+        .map(|(session, id)| (id, session))
+        .collect();
+    // The table follows what it has without the question (it never changes
+    // once written): neither sent nor parsed again (most reads: an answer
+    // to what waits or is shown here, a question this host just took).
+    let known: Vec<&String> = ids.iter().filter(|id| open.contains_key(*id)).collect();
+    let rows = conn.client.query(&statement, &[&ids, &known]).await?;
     let me = inner.host.load(Ordering::Acquire);
     let now = super::now_ms();
     let mut found = HashSet::new();
@@ -1270,11 +1285,6 @@ async fn observe_ids(
         found.insert(row.get::<_, String>(0));
         observed_rows.extend(observed(row, me, now));
     }
-    let open: HashMap<String, String> = pending
-        .open_ids()
-        .into_iter()
-        .map(|(session, id)| (id, session))
-        .collect();
     for id in ids.iter().filter(|id| !found.contains(*id)) {
         if let Some(session) = open.get(id) {
             observed_rows.push(Observed {
@@ -1319,7 +1329,7 @@ async fn reconcile(
         .query(
             concat!(
                 "SELECT ",
-                observed_columns!(),
+                observed_columns!("question"),
                 " FROM ask_user.questions WHERE delivery = 0 ORDER BY seq LIMIT $1"
             ),
             &[&limit],
