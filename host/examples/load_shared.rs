@@ -158,6 +158,7 @@ async fn agent(
         buffer: Vec::new(),
     };
     let (mut round_trips, mut deliveries) = (Vec::new(), Vec::new());
+    let mut previous: Option<String> = None;
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
         let ask = tokio::spawn(
@@ -178,7 +179,15 @@ async fn agent(
             .send()
             .await
             .expect("answer");
-        assert_eq!(answered.status(), 200);
+        if answered.status() != 200 {
+            let status = answered.status();
+            let body = answered.text().await.unwrap_or_default();
+            panic!(
+                "{session}: the answer to {id} through {page_base} got {status}: {body} \
+                 (this agent's previous question: {previous:?})"
+            );
+        }
+        previous = Some(id);
         let response = ask.await.expect("ask task").expect("ask");
         deliveries.push(answering.elapsed());
         assert_eq!(response.status(), 200);
