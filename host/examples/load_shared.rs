@@ -92,6 +92,17 @@ struct Measured {
     round_trips: Vec<Duration>,
     answer_to_agent: Vec<Duration>,
     elapsed: Duration,
+    /// CPU used meanwhile by this process (hosts and agents) and by PostgreSQL.
+    cpu_here: Duration,
+    cpu_database: Duration,
+}
+
+/// CPU this process has used so far (user + system).
+fn own_cpu() -> Duration {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| postgres::process_cpu(&stat))
+        .map_or(Duration::ZERO, |(_, _, cpu)| cpu)
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -109,8 +120,11 @@ impl Measured {
     fn summary(&mut self) -> String {
         self.round_trips.sort();
         self.answer_to_agent.sort();
+        let per_trip =
+            |cpu: Duration| cpu.as_secs_f64() * 1e6 / self.round_trips.len().max(1) as f64;
         format!(
-            "{} in {:.1} s = {:.0}/s; p50 {:.2} ms, p99 {:.2} ms; answer → agent p50 {:.2} ms, p99 {:.2} ms",
+            "{} in {:.1} s = {:.0}/s; p50 {:.2} ms, p99 {:.2} ms; answer → agent p50 {:.2} ms, p99 {:.2} ms; \
+             CPU per round trip {:.0} µs here + {:.0} µs PostgreSQL",
             self.round_trips.len(),
             self.elapsed.as_secs_f64(),
             self.rate(),
@@ -118,6 +132,8 @@ impl Measured {
             percentile(&self.round_trips, 0.99),
             percentile(&self.answer_to_agent, 0.5),
             percentile(&self.answer_to_agent, 0.99),
+            per_trip(self.cpu_here),
+            per_trip(self.cpu_database),
         )
     }
 }
@@ -142,6 +158,7 @@ async fn agent(
         buffer: Vec::new(),
     };
     let (mut round_trips, mut deliveries) = (Vec::new(), Vec::new());
+    let mut previous: Option<String> = None;
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
         let ask = tokio::spawn(
@@ -162,7 +179,15 @@ async fn agent(
             .send()
             .await
             .expect("answer");
-        assert_eq!(answered.status(), 200);
+        if answered.status() != 200 {
+            let status = answered.status();
+            let body = answered.text().await.unwrap_or_default();
+            panic!(
+                "{session}: the answer to {id} through {page_base} got {status}: {body} \
+                 (this agent's previous question: {previous:?})"
+            );
+        }
+        previous = Some(id);
         let response = ask.await.expect("ask task").expect("ask");
         deliveries.push(answering.elapsed());
         assert_eq!(response.status(), 200);
@@ -212,15 +237,17 @@ async fn hosts(count: usize, store: Option<&str>, token: &str) -> Vec<(String, A
 }
 
 async fn phase(
+    pg: &Postgres,
     name: &str,
     hosts: &[(String, AppState)],
     token: &str,
     seconds: Duration,
 ) -> Measured {
-    phase_of(AGENTS, name, hosts, token, seconds).await
+    phase_of(pg, AGENTS, name, hosts, token, seconds).await
 }
 
 async fn phase_of(
+    pg: &Postgres,
     agents: usize,
     name: &str,
     hosts: &[(String, AppState)],
@@ -250,6 +277,10 @@ async fn phase_of(
             })
             .collect();
         let started = Instant::now();
+        if secs == seconds {
+            statements(pg, None).await;
+        }
+        let (cpu_here, cpu_database) = (own_cpu(), pg.cpu());
         tokio::time::sleep(secs).await;
         stop.store(true, Ordering::Relaxed);
         let mut measured = Measured::default();
@@ -259,9 +290,74 @@ async fn phase_of(
             measured.answer_to_agent.extend(deliveries);
         }
         measured.elapsed = started.elapsed();
+        measured.cpu_here = own_cpu().saturating_sub(cpu_here);
+        measured.cpu_database = pg.cpu().saturating_sub(cpu_database);
+        if secs == seconds {
+            statements(pg, Some(measured.round_trips.len())).await;
+        }
         result = measured;
     }
     result
+}
+
+/// Creates database `name` beside the one of `url` and returns its URL.
+async fn database(url: &str, name: &str) -> String {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to create a database");
+    tokio::spawn(connection);
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .expect("create the phase's database");
+    format!("{}{name}", url.trim_end_matches("postgres"))
+}
+
+/// With `ASK_USER_BENCH_PG_STATS=1`: resets PostgreSQL's statement statistics
+/// (`None`), or prints the statements run since, per round trip.
+async fn statements(pg: &Postgres, round_trips: Option<usize>) {
+    if std::env::var_os("ASK_USER_BENCH_PG_STATS").is_none() {
+        return;
+    }
+    let (client, connection) = tokio_postgres::connect(&pg.url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect for statistics");
+    tokio::spawn(connection);
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .await
+        .expect("pg_stat_statements (ASK_USER_BENCH_PG_STATS)");
+    let Some(round_trips) = round_trips else {
+        client
+            .batch_execute("SELECT pg_stat_statements_reset()")
+            .await
+            .expect("reset");
+        return;
+    };
+    let rows = client
+        .query(
+            "SELECT calls, total_exec_time, rows, query FROM pg_stat_statements \
+             WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 15",
+            &[],
+        )
+        .await
+        .expect("statements");
+    let per = round_trips.max(1) as f64;
+    println!("    statements per round trip (calls, ms of execution, rows):");
+    for row in rows {
+        let calls: i64 = row.get(0);
+        let ms: f64 = row.get(1);
+        let rows: i64 = row.get(2);
+        let query: String = row.get(3);
+        let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+        println!(
+            "      {:6.3} calls {:7.1} µs {:6.2} rows  {}",
+            calls as f64 / per,
+            ms * 1e3 / per,
+            rows as f64 / per,
+            query.chars().take(110).collect::<String>()
+        );
+    }
 }
 
 fn load_average() -> String {
@@ -288,17 +384,36 @@ async fn main() {
     let token = random_token();
     let url = pg.url();
 
-    let mut sqlite = phase("sqlite", &hosts(1, None, &token).await, &token, seconds).await;
+    let mut sqlite = phase(
+        &pg,
+        "sqlite",
+        &hosts(1, None, &token).await,
+        &token,
+        seconds,
+    )
+    .await;
     println!("  1 host, SQLite:      {}", sqlite.summary());
-    let mut one = phase("pg1", &hosts(1, Some(&url), &token).await, &token, seconds).await;
+    // A database for each set-up: the one host stays up (its tasks end with
+    // the runtime), and on the same database it would follow, and re-read,
+    // every question of the three hosts' phase (NOTIFY stays in a database).
+    let one_url = database(&url, "pg1").await;
+    let mut one = phase(
+        &pg,
+        "pg1",
+        &hosts(1, Some(&one_url), &token).await,
+        &token,
+        seconds,
+    )
+    .await;
     println!("  1 host, PostgreSQL:  {}", one.summary());
-    let three_hosts = hosts(3, Some(&url), &token).await;
-    let mut three = phase("pg3", &three_hosts, &token, seconds).await;
+    let three_url = database(&url, "pg3").await;
+    let three_hosts = hosts(3, Some(&three_url), &token).await;
+    let mut three = phase(&pg, "pg3", &three_hosts, &token, seconds).await;
     println!(
         "  3 hosts, PostgreSQL: {} (every round trip crosses hosts)",
         three.summary()
     );
-    let mut alone = phase_of(1, "pg3-alone", &three_hosts, &token, seconds).await;
+    let mut alone = phase_of(&pg, 1, "pg3-alone", &three_hosts, &token, seconds).await;
     println!(
         "  3 hosts, PostgreSQL, one agent (no queueing): {}",
         alone.summary()

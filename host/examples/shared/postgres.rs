@@ -5,6 +5,22 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
+
+/// The kernel's clock ticks per second (`getconf CLK_TCK`; 100 on Linux).
+const TICKS: u64 = 100;
+
+#[allow(dead_code)] // The bench's, not the soak's.
+/// `(pid, ppid, user + system CPU)` of a `/proc/PID/stat` line.
+pub fn process_cpu(stat: &str) -> Option<(u32, u32, Duration)> {
+    let pid = stat.split_whitespace().next()?.parse().ok()?;
+    // After the command's closing parenthesis: state, ppid, … utime (14th
+    // field of the line) and stime (15th).
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let ppid = fields.get(1)?.parse().ok()?;
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((pid, ppid, Duration::from_millis(ticks * 1000 / TICKS)))
+}
 
 /// A PostgreSQL of the example's own.
 pub struct Postgres {
@@ -62,11 +78,21 @@ impl Postgres {
                 "--no-sync",
             ],
         );
-        let options = format!(
+        let mut options = format!(
             "-p {} -h 127.0.0.1 -k {} -c max_connections=200",
             pg.port,
             pg.dir.display()
         );
+        // `ASK_USER_BENCH_PG_STATS=1`: statement counts and times per phase
+        // (pg_stat_statements), to see where a round trip's time goes.
+        if std::env::var_os("ASK_USER_BENCH_PG_STATS").is_some() {
+            options.push_str(" -c shared_preload_libraries=pg_stat_statements");
+        }
+        // `ASK_USER_BENCH_PG_OPTIONS`: more server options (`-c auto_explain…`).
+        if let Ok(more) = std::env::var("ASK_USER_BENCH_PG_OPTIONS") {
+            options.push(' ');
+            options.push_str(&more);
+        }
         pg.run(
             "pg_ctl",
             &[
@@ -102,6 +128,32 @@ impl Postgres {
             "{tool}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+    }
+
+    /// CPU time (user + system) its processes have used so far: the
+    /// postmaster and its children (one backend per connection, the
+    /// background workers).
+    #[allow(dead_code)] // The bench's, not the soak's.
+    pub fn cpu(&self) -> Duration {
+        let Some(postmaster) = std::fs::read_to_string(self.dir.join("data/postmaster.pid"))
+            .ok()
+            .and_then(|pid| pid.lines().next()?.trim().parse::<u32>().ok())
+        else {
+            return Duration::ZERO;
+        };
+        let mut total = Duration::ZERO;
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(stat) = std::fs::read_to_string(entry.path().join("stat")).ok() else {
+                continue;
+            };
+            let Some((pid, ppid, cpu)) = process_cpu(&stat) else {
+                continue;
+            };
+            if pid == postmaster || ppid == postmaster {
+                total += cpu;
+            }
+        }
+        total
     }
 
     /// Its URL (no password: trust on loopback).

@@ -545,6 +545,11 @@ impl PendingTable {
         self.lock().table.admits(session, id, member)
     }
 
+    /// How `id` in `session` ended, while the table remembers it.
+    pub fn ended_how(&self, session: &str, id: &str) -> Option<table::Ended> {
+        self.lock().table.ended(session, id)
+    }
+
     /// `NOT_PENDING` (saying why, when known) unless `id` is pending in `session`.
     pub fn check_pending(&self, session: &str, id: &str) -> Result<(), UserInteractionError> {
         self.requested(session, id).map(drop)

@@ -353,7 +353,19 @@ impl AppState {
             by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.pending.claim_by(session, id, answer, by)?)
+        match self.inner.pending.claim_by(session, id, answer, by) {
+            // The record took this answer (the write above changed its row,
+            // so no other answer can be there), and a shared record's
+            // re-read of that row reached the table before this claim: the
+            // table's answer is this one, already delivered.
+            Err(_)
+                if self.inner.pending.ended_how(session, id)
+                    == Some(crate::server::pending::table::Ended::Answered) =>
+            {
+                Ok(())
+            }
+            claimed => Ok(claimed?),
+        }
     }
 
     /// The person closed question `id`: written to the record, then claimed
@@ -377,7 +389,16 @@ impl AppState {
             by: by.clone(),
         };
         self.resolve_recorded(session, id, write).await?;
-        Ok(self.inner.pending.cancel_by(session, id, by)?)
+        match self.inner.pending.cancel_by(session, id, by) {
+            // As for an answer: the record took this cancel first.
+            Err(_)
+                if self.inner.pending.ended_how(session, id)
+                    == Some(crate::server::pending::table::Ended::Cancelled) =>
+            {
+                Ok(())
+            }
+            cancelled => Ok(cancelled?),
+        }
     }
 
     /// Writes the person's resolution; the record decides which one came
@@ -660,6 +681,101 @@ impl ShutdownHandle {
 mod tests {
     use super::*;
     use ask_user_core::wire::PageOpener;
+
+    /// A record whose follower re-reads an answer's row before the answer's
+    /// claim reaches the table (a shared record's re-read of a question just
+    /// taken, landing between the write and the claim).
+    struct RereadFirst {
+        pending: std::sync::OnceLock<Arc<PendingTable>>,
+        session: String,
+    }
+
+    impl Store for RereadFirst {
+        fn submit(&self, write: Write) -> crate::server::store::Ticket {
+            if let Write::Answered {
+                id,
+                answer,
+                at_ms,
+                by,
+            } = write
+            {
+                let pending = self.pending.get().expect("the table is set");
+                pending.observe([crate::server::pending::Observed {
+                    session: self.session.clone(),
+                    id,
+                    asked: None,
+                    state: crate::server::pending::RecordState::Resolved {
+                        outcome: ask_user_core::wire::Outcome::Answered,
+                        answer: Some(answer),
+                        by,
+                        at_ms,
+                        held: false,
+                    },
+                    escalated: false,
+                }]);
+            }
+            crate::server::store::Ticket::settled(Ok(true))
+        }
+
+        fn restored(&self) -> crate::server::store::Restored {
+            crate::server::store::Restored::default()
+        }
+
+        fn history(
+            &self,
+            _query: &crate::server::store::HistoryQuery,
+        ) -> Result<crate::server::store::HistoryPage, crate::server::store::StoreError> {
+            Ok(crate::server::store::HistoryPage::default())
+        }
+
+        fn trouble(&self) -> Option<String> {
+            None
+        }
+
+        fn flush(&self) -> crate::server::store::Ticket {
+            crate::server::store::Ticket::settled(Ok(true))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_the_record_took_is_accepted_although_a_re_read_brought_it_to_the_table_first()
+     {
+        let record = Arc::new(RereadFirst {
+            pending: std::sync::OnceLock::new(),
+            session: "s".to_owned(),
+        });
+        let state = AppState::recording(HostConfig::new(random_token(), 1), record.clone());
+        record
+            .pending
+            .set(state.pending().clone())
+            .expect("set once");
+        let request = ask_user_core::AskRequest::from_json(
+            r#"{"questions": [{"id": "db", "question": "Which?", "options": [{"label": "A"}, {"label": "B"}]}]}"#,
+        )
+        .unwrap();
+        let registered = state.pending().register("s", request, None).unwrap();
+        let id = registered.attachment.id().to_owned();
+        let answer =
+            AnswerBatch::from_json(r#"{"answers": [{"id": "db", "selected": ["B"]}]}"#).unwrap();
+        let session = ask_user_core::SessionId::parse("s").unwrap();
+        state
+            .answer(&session, &id, answer)
+            .await
+            .expect("the record took this answer: accepted");
+        assert!(
+            matches!(
+                registered.waiter.await,
+                Ok(crate::server::pending::Resolution::Answered(_))
+            ),
+            "the waiting call has the answer"
+        );
+        let again =
+            AnswerBatch::from_json(r#"{"answers": [{"id": "db", "selected": ["A"]}]}"#).unwrap();
+        assert!(
+            state.answer(&session, &id, again).await.is_err(),
+            "a second answer is still refused"
+        );
+    }
 
     #[test]
     fn the_page_opener_says_open_while_no_page_is_connected_and_asking_uses_nothing_up() {

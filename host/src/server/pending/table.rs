@@ -1495,6 +1495,14 @@ impl Table {
         }
     }
 
+    /// How `id` in `session` ended, while this table remembers it.
+    pub fn ended(&self, session: &str, id: &str) -> Option<Ended> {
+        self.recent
+            .get(id)
+            .filter(|(owner, _)| owner == session)
+            .map(|(_, ended)| *ended)
+    }
+
     /// `NOT_PENDING` for `id` in `session`, saying why when known.
     pub fn not_pending(&self, session: &str, id: &str) -> UserInteractionError {
         let why = match self.recent.get(id) {

@@ -195,10 +195,57 @@ CREATE TRIGGER agent_tokens_changed AFTER INSERT OR UPDATE OF removed_ms ON ask_
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_person('a');
 "#;
 
-/// The columns a question's row is observed by (see [`observed`]).
-const OBSERVED_COLUMNS: &str = "id, session, question, outcome, answer, resolved_ms, answered_by, \
-     host, detached_ms, delivery, (host IS NOT NULL AND ask_user.host_alive(host)), \
-     escalated_ms IS NOT NULL";
+/// The lock keys of the hosts alive now, as an `integer[]`: what
+/// `ask_user.host_alive` says of one host, for all of them at once. An
+/// uncorrelated sub-select, so PostgreSQL reads `pg_locks` (which copies the
+/// whole lock table: 0.1–4 ms under load) at most once per statement, when a
+/// row first needs it, rather than once per row as the function would.
+macro_rules! live_hosts {
+    () => {
+        "ARRAY(SELECT objid::integer FROM pg_locks WHERE locktype = 'advisory' \
+         AND classid = 16723 AND objsubid = 2 AND granted)"
+    };
+}
+
+/// The columns a question's row is observed by (see [`observed`]), the
+/// question's own column read as `$question` (NULL where the reader has it).
+macro_rules! observed_columns {
+    ($question:literal) => {
+        concat!(
+            "id, session, ",
+            $question,
+            ", outcome, answer, resolved_ms, answered_by, \
+             host, detached_ms, delivery, (host IS NOT NULL AND host = ANY(",
+            live_hosts!(),
+            ")), escalated_ms IS NOT NULL"
+        )
+    };
+}
+
+/// A connection's statements, each prepared once: `query` with a string
+/// parses and plans it again every time, a round trip more.
+struct Prepared<'a> {
+    client: &'a Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl<'a> Prepared<'a> {
+    fn new(client: &'a Client) -> Self {
+        Self {
+            client,
+            statements: HashMap::new(),
+        }
+    }
+
+    async fn get(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
 
 enum Job {
     Write(Write, oneshot::Sender<Result<bool, StoreError>>),
@@ -567,6 +614,15 @@ async fn listen(inner: &Inner) -> Result<Listener, tokio_postgres::Error> {
         key = 0;
     }
     inner.host.store(key, Ordering::Release);
+    // The follower's reads name rows by `id = ANY($1)`: a plan cached while
+    // the table was small scans it whole, and stays cached as it grows (on
+    // a fresh database, 1–9 ms a read after a few thousand questions). Each
+    // read planned for its ids keeps to the index. (PostgreSQL 12 and
+    // later; an older one plans as before.)
+    let _ = listener
+        .client
+        .batch_execute("SET plan_cache_mode = force_custom_plan")
+        .await;
     listener
         .client
         .batch_execute(&format!("LISTEN {CHANNEL}"))
@@ -653,6 +709,39 @@ async fn write_loop(
     }
 }
 
+/// A step of a batch's transaction (see [`schedule`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// These jobs' statements are sent together, in order, without waiting
+    /// for each other's answers.
+    Pipelined(std::ops::Range<usize>),
+    /// This job runs alone, once everything before it was applied: a take
+    /// (what it writes depends on what it reads) or a write of several
+    /// statements.
+    Alone(usize),
+}
+
+/// The steps of a batch whose job `i` may be pipelined when `pipelinable[i]`:
+/// every job once, in the batch's order, runs of pipelinable jobs together.
+fn schedule(pipelinable: &[bool]) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let mut run_start = None;
+    for (index, &pipelined) in pipelinable.iter().enumerate() {
+        if pipelined {
+            run_start.get_or_insert(index);
+            continue;
+        }
+        if let Some(start) = run_start.take() {
+            steps.push(Step::Pipelined(start..index));
+        }
+        steps.push(Step::Alone(index));
+    }
+    if let Some(start) = run_start {
+        steps.push(Step::Pipelined(start..pipelinable.len()));
+    }
+    steps
+}
+
 /// What one job came to.
 enum Done {
     Applied(bool),
@@ -726,21 +815,62 @@ impl Writer<'_> {
         {
             return Ok(vec![Done::Applied(self.apply(write).await?)]);
         }
-        self.execute("BEGIN", &[]).await?;
-        let mut results = Vec::with_capacity(jobs.len());
+        let pipelinable: Vec<bool> = jobs
+            .iter()
+            .map(|job| match job {
+                Job::Write(write, _) => !matches!(plan(write, self.me), Planned::Several),
+                Job::Take(..) => false,
+                Job::Flush(_) => true,
+            })
+            .collect();
+        let mut results: Vec<Option<Done>> = jobs.iter().map(|_| None).collect();
         let applied = async {
-            for job in jobs {
-                results.push(match job {
-                    Job::Write(write, _) => Done::Applied(self.apply(write).await?),
-                    Job::Take(asked, sha, _) => Done::Taken(Box::new(self.take(asked, sha).await?)),
-                    Job::Flush(_) => Done::Applied(true),
-                });
+            let begin = self.statement("BEGIN").await?;
+            let commit = self.statement("COMMIT").await?;
+            // What is sent together next, with the job each answers for.
+            let mut queued: Vec<(Statement, Vec<Param>, Option<usize>)> =
+                vec![(begin, Vec::new(), None)];
+            for step in schedule(&pipelinable) {
+                match step {
+                    Step::Pipelined(range) => {
+                        for index in range {
+                            match &jobs[index] {
+                                Job::Write(write, _) => match plan(write, self.me) {
+                                    Planned::One(sql, params) => {
+                                        let statement = self.statement(sql).await?;
+                                        queued.push((statement, params, Some(index)));
+                                    }
+                                    Planned::Several => {
+                                        unreachable!("a write of several statements is scheduled alone")
+                                    }
+                                },
+                                Job::Flush(_) | Job::Take(..) => {
+                                    results[index] = Some(Done::Applied(true));
+                                }
+                            }
+                        }
+                    }
+                    Step::Alone(index) => {
+                        self.send(std::mem::take(&mut queued), &mut results).await?;
+                        results[index] = Some(match &jobs[index] {
+                            Job::Write(write, _) => Done::Applied(self.apply(write).await?),
+                            Job::Take(asked, sha, _) => {
+                                Done::Taken(Box::new(self.take(asked, sha).await?))
+                            }
+                            Job::Flush(_) => Done::Applied(true),
+                        });
+                    }
+                }
             }
-            self.execute("COMMIT", &[]).await
+            queued.push((commit, Vec::new(), None));
+            self.send(queued, &mut results).await
         }
         .await;
         match applied {
-            Ok(_) => Ok(results),
+            Ok(()) => Ok(results
+                .into_iter()
+                .map(|done| done.unwrap_or(Done::Applied(false)))
+                .collect()),
             Err(error) => {
                 if !self.client.is_closed() {
                     let _ = self.client.batch_execute("ROLLBACK").await;
@@ -750,6 +880,31 @@ impl Writer<'_> {
         }
     }
 
+    /// Sends `queued` at once and waits for all their answers: PostgreSQL
+    /// runs them in order, one round trip for them all instead of one each.
+    /// The first error is returned; the statements after it fail with it
+    /// (the transaction is aborted), a COMMIT among them rolls back.
+    async fn send(
+        &self,
+        queued: Vec<(Statement, Vec<Param>, Option<usize>)>,
+        results: &mut [Option<Done>],
+    ) -> Result<(), tokio_postgres::Error> {
+        // `try_join_all` polls them first in order, and tokio-postgres sends
+        // each request when its future is first polled: the order is kept.
+        let answers = futures_util::future::try_join_all(queued.iter().map(
+            |(statement, params, _)| async move {
+                self.client.execute(statement, &param_refs(params)).await
+            },
+        ))
+        .await?;
+        for ((_, _, index), changed) in queued.iter().zip(answers) {
+            if let Some(index) = index {
+                results[*index] = Some(Done::Applied(changed > 0));
+            }
+        }
+        Ok(())
+    }
+
     async fn take(
         &mut self,
         asked: &Asked,
@@ -757,13 +912,14 @@ impl Writer<'_> {
     ) -> Result<Taken, tokio_postgres::Error> {
         let sha: &[u8] = sha;
         let statement = self
-            .statement(
+            .statement(concat!(
                 "SELECT id, question, outcome, answer FROM ask_user.questions \
                  WHERE session = $1 AND request_sha = $2 AND delivery = 0 \
                  AND (outcome IS NULL OR outcome IN ('answered', 'cancelled')) \
-                 AND (host IS NULL OR NOT ask_user.host_alive(host)) \
-                 ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
-            )
+                 AND (host IS NULL OR NOT host = ANY(",
+                live_hosts!(),
+                ")) ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+            ))
             .await?;
         let found = self
             .client
@@ -817,257 +973,257 @@ impl Writer<'_> {
     }
 
     async fn apply(&mut self, write: &Write) -> Result<bool, tokio_postgres::Error> {
-        let me = self.me;
-        let changed = match write {
-            Write::Asked(asked) => {
-                self.execute(
-                    "INSERT INTO ask_user.questions (id, session, question, created_ms, host) \
-                     VALUES ($1, $2, $3, $4, $5)",
-                    &[
-                        &asked.id,
-                        &asked.session,
-                        &asked.json,
-                        &(asked.created_at_ms as i64),
-                        &me,
-                    ],
-                )
-                .await?
+        let changed = match plan(write, self.me) {
+            Planned::One(sql, params) => {
+                let statement = self.statement(sql).await?;
+                self.client
+                    .execute(&statement, &param_refs(&params))
+                    .await?
             }
-            Write::Discard { id } => {
-                self.execute(
-                    "DELETE FROM ask_user.questions WHERE id = $1 AND outcome IS NULL",
-                    &[id],
-                )
-                .await?
-            }
-            Write::Answered {
-                id,
-                answer,
-                at_ms,
-                by,
-            } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET outcome = 'answered', answer = $2, \
-                     resolved_ms = $3, answered_by = $4 WHERE id = $1 AND outcome IS NULL",
-                    &[id, &to_json(answer), &(*at_ms as i64), &by.as_ref().map(to_json)],
-                )
-                .await?
-            }
-            Write::Cancelled { id, at_ms, by } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET outcome = 'cancelled', resolved_ms = $2, \
-                     answered_by = $3 WHERE id = $1 AND outcome IS NULL",
-                    &[id, &(*at_ms as i64), &by.as_ref().map(to_json)],
-                )
-                .await?
-            }
-            // Only what this host's calls wait on, or what nobody waits on:
-            // a host shutting down disposes its own waits, never another
-            // host's or a detached question (another host may be asked again).
-            Write::Ended { id, outcome, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET outcome = $2, answer = NULL, resolved_ms = $3, \
-                     delivery = 1, host = NULL, detached_ms = NULL \
-                     WHERE id = $1 AND outcome IS NULL AND (host = $4 OR ($2 <> 'disposed' \
-                     AND (host IS NULL OR NOT ask_user.host_alive(host))))",
-                    &[id, &outcome.as_str(), &(*at_ms as i64), &me],
-                )
-                .await?
-            }
-            Write::Detached { id } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET host = NULL, detached_ms = CASE WHEN outcome \
-                     IS NULL THEN $2 ELSE detached_ms END WHERE id = $1 AND host = $3 AND delivery = 0",
-                    &[id, &(super::now_ms() as i64), &me],
-                )
-                .await?
-            }
-            Write::Delivered { id } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET delivery = 1 \
-                     WHERE id = $1 AND outcome IS NOT NULL AND delivery = 0",
-                    &[id],
-                )
-                .await?
-            }
-            Write::NeverDelivered { id } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET delivery = 2 WHERE id = $1 AND outcome IS NOT NULL \
-                     AND delivery = 0 AND (host IS NULL OR host = $2 OR NOT ask_user.host_alive(host))",
-                    &[id, &me],
-                )
-                .await?
-            }
-            Write::Message {
-                session,
-                message,
-                at_ms,
-            } => {
-                let role = to_json(&message.role);
-                self.execute(
-                    "INSERT INTO ask_user.messages (id, session, role, text, at_ms, written_by) \
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[
-                        &message.id,
-                        session,
-                        &role.trim_matches('"'),
-                        &message.text,
-                        &(*at_ms as i64),
-                        &message.by.as_ref().map(to_json),
-                    ],
-                )
-                .await?
-            }
-            Write::DevicePaired(device) => {
-                self.execute(
-                    "INSERT INTO ask_user.devices (id, name, agent, credential_sha256, paired_ms, \
-                     last_seen_ms, person_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    &[
-                        &device.id,
-                        &device.name,
-                        &device.agent,
-                        &device.credential_sha256,
-                        &(device.paired_at_ms as i64),
-                        &(device.last_seen_ms as i64),
-                        &device.person,
-                    ],
-                )
-                .await?
-            }
-            Write::DeviceSeen { id, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.devices SET last_seen_ms = $2 \
-                     WHERE id = $1 AND coalesce(last_seen_ms, 0) < $2",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::DeviceAnswered { id, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.devices SET last_answer_ms = $2, \
-                     last_seen_ms = greatest(coalesce(last_seen_ms, 0), $2) \
-                     WHERE id = $1 AND coalesce(last_answer_ms, 0) < $2",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::DeviceRevoked { id, at_ms } => {
-                self.execute(
-                    "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
-                    &[id],
-                )
-                .await?;
-                self.execute(
-                    "UPDATE ask_user.devices SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::PushSubscribed {
-                device,
-                subscription,
-                at_ms,
-            } => {
-                self.execute(
-                    "INSERT INTO ask_user.push_subscriptions (device_id, subscription, subscribed_ms) \
-                     SELECT $1, $2, $3 WHERE EXISTS \
-                     (SELECT 1 FROM ask_user.devices WHERE id = $1 AND revoked_ms IS NULL) \
-                     ON CONFLICT (device_id) DO UPDATE SET subscription = $2, subscribed_ms = $3",
-                    &[device, subscription, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::PushUnsubscribed { device } => {
-                self.execute(
-                    "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
-                    &[device],
-                )
-                .await?
-            }
-            Write::Prune { before_ms } => {
-                let before = *before_ms as i64;
-                self.execute(
-                    "DELETE FROM ask_user.questions WHERE outcome IS NOT NULL AND delivery <> 0 \
-                     AND resolved_ms < $1",
-                    &[&before],
-                )
-                .await?
-                    + self
-                        .execute("DELETE FROM ask_user.messages WHERE at_ms < $1", &[&before])
-                        .await?
-            }
-            // A name taken meanwhile (through another host) changes nothing:
-            // the caller says so (409).
-            Write::PersonAdded(person) => {
-                self.execute(
-                    "INSERT INTO ask_user.people (id, name, roles, credential_sha256, added_ms) \
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-                    &[
-                        &person.id,
-                        &person.name,
-                        &to_json(&person.roles),
-                        &person.credential_sha256,
-                        &(person.added_at_ms as i64),
-                    ],
-                )
-                .await?
-            }
-            // One statement (atomic alone): the person, their devices and
-            // the devices' push subscriptions; the devices' trigger tells
-            // every host to revoke them.
-            Write::PersonRemoved { id, at_ms } => {
-                self.execute(
-                    "WITH revoked AS (UPDATE ask_user.devices SET revoked_ms = $2 \
-                     WHERE person_id = $1 AND revoked_ms IS NULL RETURNING id), \
-                     unsubscribed AS (DELETE FROM ask_user.push_subscriptions WHERE device_id IN \
-                     (SELECT id FROM ask_user.devices WHERE person_id = $1) RETURNING device_id) \
-                     UPDATE ask_user.people SET removed_ms = $2 WHERE id = $1 AND removed_ms IS NULL",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            Write::AgentAdded(agent) => {
-                self.execute(
-                    "INSERT INTO ask_user.agent_tokens (id, name, credential_sha256, added_ms) \
-                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    &[
-                        &agent.id,
-                        &agent.name,
-                        &agent.credential_sha256,
-                        &(agent.added_at_ms as i64),
-                    ],
-                )
-                .await?
-            }
-            Write::AgentRemoved { id, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.agent_tokens SET removed_ms = $2 \
-                     WHERE id = $1 AND removed_ms IS NULL",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
-            // The first host's timer is kept: exactly one escalation per
-            // question, decided here; the trigger tells the other hosts.
-            Write::Escalated { id, at_ms } => {
-                self.execute(
-                    "UPDATE ask_user.questions SET escalated_ms = $2 \
-                     WHERE id = $1 AND outcome IS NULL AND escalated_ms IS NULL",
-                    &[id, &(*at_ms as i64)],
-                )
-                .await?
-            }
+            Planned::Several => match write {
+                Write::DeviceRevoked { id, at_ms } => {
+                    self.execute(
+                        "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
+                        &[id],
+                    )
+                    .await?;
+                    self.execute(
+                        "UPDATE ask_user.devices SET revoked_ms = $2 WHERE id = $1 AND revoked_ms IS NULL",
+                        &[id, &(*at_ms as i64)],
+                    )
+                    .await?
+                }
+                Write::Prune { before_ms } => {
+                    let before = *before_ms as i64;
+                    self.execute(
+                        "DELETE FROM ask_user.questions WHERE outcome IS NOT NULL AND delivery <> 0 \
+                         AND resolved_ms < $1",
+                        &[&before],
+                    )
+                    .await?
+                        + self
+                            .execute("DELETE FROM ask_user.messages WHERE at_ms < $1", &[&before])
+                            .await?
+                }
+                _ => unreachable!("plan says Several only of the writes above"),
+            },
         };
         Ok(changed > 0)
     }
 }
 
-/// What a question's row (selected with [`OBSERVED_COLUMNS`]) says, for a
+/// An owned statement parameter (a pipelined statement outlives the borrow of its job).
+type Param = Box<dyn ToSql + Sync + Send>;
+
+fn param_refs(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
+    params
+        .iter()
+        .map(|param| &**param as &(dyn ToSql + Sync))
+        .collect()
+}
+
+/// How a write is applied.
+enum Planned {
+    /// One statement: it may be pipelined with its neighbours.
+    One(&'static str, Vec<Param>),
+    /// Several statements, one after the other ([`Writer::apply`]).
+    Several,
+}
+
+/// The statement of a write of one statement, with its parameters, for a
+/// host whose lock key is `me`.
+fn plan(write: &Write, me: i32) -> Planned {
+    fn text(value: &str) -> Param {
+        Box::new(value.to_owned())
+    }
+    fn ms(value: u64) -> Param {
+        Box::new(value as i64)
+    }
+    let (sql, params): (&'static str, Vec<Param>) = match write {
+        Write::Asked(asked) => (
+            "INSERT INTO ask_user.questions (id, session, question, created_ms, host) \
+             VALUES ($1, $2, $3, $4, $5)",
+            vec![
+                text(&asked.id),
+                text(&asked.session),
+                text(&asked.json),
+                ms(asked.created_at_ms),
+                Box::new(me),
+            ],
+        ),
+        Write::Discard { id } => (
+            "DELETE FROM ask_user.questions WHERE id = $1 AND outcome IS NULL",
+            vec![text(id)],
+        ),
+        Write::Answered {
+            id,
+            answer,
+            at_ms,
+            by,
+        } => (
+            "UPDATE ask_user.questions SET outcome = 'answered', answer = $2, \
+             resolved_ms = $3, answered_by = $4 WHERE id = $1 AND outcome IS NULL",
+            vec![
+                text(id),
+                Box::new(to_json(answer)),
+                ms(*at_ms),
+                Box::new(by.as_ref().map(to_json)),
+            ],
+        ),
+        Write::Cancelled { id, at_ms, by } => (
+            "UPDATE ask_user.questions SET outcome = 'cancelled', resolved_ms = $2, \
+             answered_by = $3 WHERE id = $1 AND outcome IS NULL",
+            vec![text(id), ms(*at_ms), Box::new(by.as_ref().map(to_json))],
+        ),
+        // Only what this host's calls wait on, or what nobody waits on:
+        // a host shutting down disposes its own waits, never another
+        // host's or a detached question (another host may be asked again).
+        Write::Ended { id, outcome, at_ms } => (
+            concat!(
+                "UPDATE ask_user.questions SET outcome = $2, answer = NULL, \
+                 resolved_ms = $3, delivery = 1, host = NULL, detached_ms = NULL \
+                 WHERE id = $1 AND outcome IS NULL AND (host = $4 OR ($2 <> 'disposed' \
+                 AND (host IS NULL OR NOT host = ANY(",
+                live_hosts!(),
+                "))))"
+            ),
+            vec![text(id), text(outcome.as_str()), ms(*at_ms), Box::new(me)],
+        ),
+        Write::Detached { id } => (
+            "UPDATE ask_user.questions SET host = NULL, detached_ms = CASE WHEN outcome \
+             IS NULL THEN $2 ELSE detached_ms END WHERE id = $1 AND host = $3 AND delivery = 0",
+            vec![text(id), ms(super::now_ms()), Box::new(me)],
+        ),
+        Write::Delivered { id } => (
+            "UPDATE ask_user.questions SET delivery = 1 \
+             WHERE id = $1 AND outcome IS NOT NULL AND delivery = 0",
+            vec![text(id)],
+        ),
+        Write::NeverDelivered { id } => (
+            concat!(
+                "UPDATE ask_user.questions SET delivery = 2 WHERE id = $1 \
+                 AND outcome IS NOT NULL AND delivery = 0 \
+                 AND (host IS NULL OR host = $2 OR NOT host = ANY(",
+                live_hosts!(),
+                "))"
+            ),
+            vec![text(id), Box::new(me)],
+        ),
+        Write::Message {
+            session,
+            message,
+            at_ms,
+        } => {
+            let role = to_json(&message.role);
+            (
+                "INSERT INTO ask_user.messages (id, session, role, text, at_ms, written_by) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                vec![
+                    text(&message.id),
+                    text(session),
+                    text(role.trim_matches('"')),
+                    text(&message.text),
+                    ms(*at_ms),
+                    Box::new(message.by.as_ref().map(to_json)),
+                ],
+            )
+        }
+        Write::DevicePaired(device) => (
+            "INSERT INTO ask_user.devices (id, name, agent, credential_sha256, paired_ms, \
+             last_seen_ms, person_id) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            vec![
+                text(&device.id),
+                text(&device.name),
+                text(&device.agent),
+                text(&device.credential_sha256),
+                ms(device.paired_at_ms),
+                ms(device.last_seen_ms),
+                Box::new(device.person.clone()),
+            ],
+        ),
+        Write::DeviceSeen { id, at_ms } => (
+            "UPDATE ask_user.devices SET last_seen_ms = $2 \
+             WHERE id = $1 AND coalesce(last_seen_ms, 0) < $2",
+            vec![text(id), ms(*at_ms)],
+        ),
+        Write::DeviceAnswered { id, at_ms } => (
+            "UPDATE ask_user.devices SET last_answer_ms = $2, \
+             last_seen_ms = greatest(coalesce(last_seen_ms, 0), $2) \
+             WHERE id = $1 AND coalesce(last_answer_ms, 0) < $2",
+            vec![text(id), ms(*at_ms)],
+        ),
+        Write::PushSubscribed {
+            device,
+            subscription,
+            at_ms,
+        } => (
+            "INSERT INTO ask_user.push_subscriptions (device_id, subscription, subscribed_ms) \
+             SELECT $1, $2, $3 WHERE EXISTS \
+             (SELECT 1 FROM ask_user.devices WHERE id = $1 AND revoked_ms IS NULL) \
+             ON CONFLICT (device_id) DO UPDATE SET subscription = $2, subscribed_ms = $3",
+            vec![text(device), text(subscription), ms(*at_ms)],
+        ),
+        Write::PushUnsubscribed { device } => (
+            "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
+            vec![text(device)],
+        ),
+        Write::DeviceRevoked { .. } | Write::Prune { .. } => return Planned::Several,
+        // A name taken meanwhile (through another host) changes nothing:
+        // the caller says so (409).
+        Write::PersonAdded(person) => (
+            "INSERT INTO ask_user.people (id, name, roles, credential_sha256, added_ms) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+            vec![
+                text(&person.id),
+                text(&person.name),
+                Box::new(to_json(&person.roles)),
+                text(&person.credential_sha256),
+                ms(person.added_at_ms),
+            ],
+        ),
+        // One statement (atomic alone): the person, their devices and
+        // the devices' push subscriptions; the devices' trigger tells
+        // every host to revoke them.
+        Write::PersonRemoved { id, at_ms } => (
+            "WITH revoked AS (UPDATE ask_user.devices SET revoked_ms = $2 \
+             WHERE person_id = $1 AND revoked_ms IS NULL RETURNING id), \
+             unsubscribed AS (DELETE FROM ask_user.push_subscriptions WHERE device_id IN \
+             (SELECT id FROM ask_user.devices WHERE person_id = $1) RETURNING device_id) \
+             UPDATE ask_user.people SET removed_ms = $2 WHERE id = $1 AND removed_ms IS NULL",
+            vec![text(id), ms(*at_ms)],
+        ),
+        Write::AgentAdded(agent) => (
+            "INSERT INTO ask_user.agent_tokens (id, name, credential_sha256, added_ms) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            vec![
+                text(&agent.id),
+                text(&agent.name),
+                text(&agent.credential_sha256),
+                ms(agent.added_at_ms),
+            ],
+        ),
+        Write::AgentRemoved { id, at_ms } => (
+            "UPDATE ask_user.agent_tokens SET removed_ms = $2 \
+             WHERE id = $1 AND removed_ms IS NULL",
+            vec![text(id), ms(*at_ms)],
+        ),
+        // The first host's timer is kept: exactly one escalation per
+        // question, decided here; the trigger tells the other hosts.
+        Write::Escalated { id, at_ms } => (
+            "UPDATE ask_user.questions SET escalated_ms = $2 \
+             WHERE id = $1 AND outcome IS NULL AND escalated_ms IS NULL",
+            vec![text(id), ms(*at_ms)],
+        ),
+    };
+    Planned::One(sql, params)
+}
+
+/// What a question's row (selected with `observed_columns!`) says, for a
 /// host whose lock key is `me`; `None` for a row that no longer reads.
 fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let id: String = row.get(0);
     let session: String = row.get(1);
-    let question: String = row.get(2);
+    let question: Option<String> = row.get(2);
     let outcome: Option<String> = row.get(3);
     let answer: Option<String> = row.get(4);
     let resolved_ms: Option<i64> = row.get(5);
@@ -1077,12 +1233,15 @@ fn observed(row: &Row, me: i32, now_ms: u64) -> Option<Observed> {
     let delivery: i16 = row.get(9);
     let alive: bool = row.get(10);
     let escalated: bool = row.get(11);
-    let asked = match serde_json::from_str::<QuestionRequested>(&question) {
-        Ok(question) if question.id == id && restorable(&session, &question).is_ok() => {
+    let asked = match question.map(|question| serde_json::from_str::<QuestionRequested>(&question))
+    {
+        // Not read: the reader's table has it.
+        None => None,
+        Some(Ok(question)) if question.id == id && restorable(&session, &question).is_ok() => {
             let json = crate::server::canonical::request_json(&question.request);
             Some((question, json))
         }
-        _ => {
+        Some(_) => {
             tracing::warn!(id = %crate::logged::logged(&id), "a shared question no longer reads; left out");
             return None;
         }
@@ -1153,10 +1312,11 @@ async fn follow(
                 }
             },
         };
+        let mut conn = Prepared::new(&listener.client);
         let reconciled = async {
-            reconcile(&inner, &listener.client, &pending).await?;
-            follow_devices(&listener.client, &devices).await?;
-            follow_people(&listener.client, &people, &devices).await
+            reconcile(&inner, &mut conn, &pending).await?;
+            follow_devices(conn.client, &devices).await?;
+            follow_people(conn.client, &people, &devices).await
         };
         if let Err(error) = reconciled.await {
             tracing::warn!(error = %crate::logged::logged(&error), "reconciling with the shared store failed; retrying");
@@ -1178,7 +1338,7 @@ async fn follow(
                             Err(_) => break,
                         }
                     }
-                    if let Err(error) = apply_notifications(&inner, &listener.client, &pending, &devices, &people, batch).await {
+                    if let Err(error) = apply_notifications(&inner, &mut conn, &pending, &devices, &people, batch).await {
                         break error.to_string();
                     }
                 }
@@ -1190,12 +1350,12 @@ async fn follow(
                             Err(_) => break,
                         }
                     }
-                    if let Err(error) = observe_ids(&inner, &listener.client, &pending, &ids).await {
+                    if let Err(error) = observe_ids(&inner, &mut conn, &pending, &ids).await {
                         break error.to_string();
                     }
                 }
                 _ = reap.tick() => {
-                    if let Err(error) = reap_dead_hosts(&inner, &listener.client).await {
+                    if let Err(error) = reap_dead_hosts(&inner, &mut conn).await {
                         break error.to_string();
                     }
                 }
@@ -1213,7 +1373,7 @@ async fn follow(
 /// writer caused: the table has it already) into `pending`.
 async fn apply_notifications(
     inner: &Inner,
-    client: &Client,
+    conn: &mut Prepared<'_>,
     pending: &Arc<dyn FollowingTable>,
     devices: &Arc<dyn FollowingDevices>,
     people: &Arc<dyn FollowingPeople>,
@@ -1243,22 +1403,22 @@ async fn apply_notifications(
         }
     }
     if devices_changed {
-        follow_devices(client, devices).await?;
+        follow_devices(conn.client, devices).await?;
     }
     if people_changed {
-        follow_people(client, people, devices).await?;
+        follow_people(conn.client, people, devices).await?;
     }
     if !ids.is_empty() {
-        observe_ids(inner, client, pending, &ids).await?;
+        observe_ids(inner, conn, pending, &ids).await?;
     }
     if !messages.is_empty() {
-        let rows = client
-            .query(
+        let statement = conn
+            .get(
                 "SELECT session, id, role, text, at_ms, written_by FROM ask_user.messages \
                  WHERE seq = ANY($1) ORDER BY seq",
-                &[&messages],
             )
             .await?;
+        let rows = conn.client.query(&statement, &[&messages]).await?;
         for row in rows {
             let session: String = row.get(0);
             let role = match row.get::<_, &str>(2) {
@@ -1285,16 +1445,27 @@ async fn apply_notifications(
 /// Reads the rows of `ids` into `pending`; an id with no row is gone.
 async fn observe_ids(
     inner: &Inner,
-    client: &Client,
+    conn: &mut Prepared<'_>,
     pending: &Arc<dyn FollowingTable>,
     ids: &[String],
 ) -> Result<(), tokio_postgres::Error> {
-    let rows = client
-        .query(
-            &format!("SELECT {OBSERVED_COLUMNS} FROM ask_user.questions WHERE id = ANY($1)"),
-            &[&ids],
-        )
+    let statement = conn
+        .get(concat!(
+            "SELECT ",
+            observed_columns!("CASE WHEN id = ANY($2) THEN NULL ELSE question END"),
+            " FROM ask_user.questions WHERE id = ANY($1)"
+        ))
         .await?;
+    let open: HashMap<String, String> = pending
+        .open_ids()
+        .into_iter()
+        .map(|(session, id)| (id, session))
+        .collect();
+    // The table follows what it has without the question (it never changes
+    // once written): neither sent nor parsed again (most reads: an answer
+    // to what waits or is shown here, a question this host just took).
+    let known: Vec<&String> = ids.iter().filter(|id| open.contains_key(*id)).collect();
+    let rows = conn.client.query(&statement, &[&ids, &known]).await?;
     let me = inner.host.load(Ordering::Acquire);
     let now = super::now_ms();
     let mut found = HashSet::new();
@@ -1303,11 +1474,6 @@ async fn observe_ids(
         found.insert(row.get::<_, String>(0));
         observed_rows.extend(observed(row, me, now));
     }
-    let open: HashMap<String, String> = pending
-        .open_ids()
-        .into_iter()
-        .map(|(session, id)| (id, session))
-        .collect();
     for id in ids.iter().filter(|id| !found.contains(*id)) {
         if let Some(session) = open.get(id) {
             observed_rows.push(Observed {
@@ -1328,17 +1494,22 @@ async fn observe_ids(
 /// question and every one this table has open into it.
 async fn reconcile(
     inner: &Inner,
-    client: &Client,
+    conn: &mut Prepared<'_>,
     pending: &Arc<dyn FollowingTable>,
 ) -> Result<(), tokio_postgres::Error> {
+    let client = conn.client;
     let me = inner.host.load(Ordering::Acquire);
     let attached = pending.attached_ids();
     if !attached.is_empty() {
         client
             .execute(
-                "UPDATE ask_user.questions SET host = $2, detached_ms = NULL \
-                 WHERE id = ANY($1) AND outcome IS NULL \
-                 AND (host IS NULL OR host = $2 OR NOT ask_user.host_alive(host))",
+                concat!(
+                    "UPDATE ask_user.questions SET host = $2, detached_ms = NULL \
+                     WHERE id = ANY($1) AND outcome IS NULL \
+                     AND (host IS NULL OR host = $2 OR NOT host = ANY(",
+                    live_hosts!(),
+                    "))"
+                ),
                 &[&attached, &me],
             )
             .await?;
@@ -1346,9 +1517,10 @@ async fn reconcile(
     let limit = i64::try_from(inner.max_open).unwrap_or(i64::MAX);
     let rows = client
         .query(
-            &format!(
-                "SELECT {OBSERVED_COLUMNS} FROM ask_user.questions WHERE delivery = 0 \
-                 ORDER BY seq LIMIT $1"
+            concat!(
+                "SELECT ",
+                observed_columns!("question"),
+                " FROM ask_user.questions WHERE delivery = 0 ORDER BY seq LIMIT $1"
             ),
             &[&limit],
         )
@@ -1368,26 +1540,29 @@ async fn reconcile(
         .filter(|id| !open.contains(id))
         .collect();
     if !known.is_empty() {
-        observe_ids(inner, client, pending, &known).await?;
+        observe_ids(inner, conn, pending, &known).await?;
     }
     Ok(())
 }
 
 /// Detaches what dead hosts' calls waited on (and frees what they held), so
 /// an identical ask through any host takes it.
-async fn reap_dead_hosts(inner: &Inner, client: &Client) -> Result<(), tokio_postgres::Error> {
+async fn reap_dead_hosts(
+    inner: &Inner,
+    conn: &mut Prepared<'_>,
+) -> Result<(), tokio_postgres::Error> {
     let me = inner.host.load(Ordering::Acquire);
     let now = super::now_ms() as i64;
-    let reaped = client
-        .execute(
+    let statement = conn
+        .get(concat!(
             "UPDATE ask_user.questions SET host = NULL, \
-             detached_ms = CASE WHEN outcome IS NULL THEN $2 ELSE detached_ms END \
-             WHERE delivery = 0 AND host IN (SELECT h FROM (SELECT DISTINCT host AS h \
-             FROM ask_user.questions WHERE delivery = 0 AND host IS NOT NULL AND host <> $1) hosts \
-             WHERE NOT ask_user.host_alive(h))",
-            &[&me, &now],
-        )
+                 detached_ms = CASE WHEN outcome IS NULL THEN $2 ELSE detached_ms END \
+                 WHERE delivery = 0 AND host IS NOT NULL AND host <> $1 AND NOT host = ANY(",
+            live_hosts!(),
+            ")"
+        ))
         .await?;
+    let reaped = conn.client.execute(&statement, &[&me, &now]).await?;
     if reaped > 0 {
         tracing::info!(
             questions = reaped,
@@ -1857,6 +2032,75 @@ impl SharedRecord for PostgresStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_batch_is_pipelined_in_runs_split_by_the_jobs_that_must_run_alone() {
+        assert_eq!(schedule(&[]), vec![]);
+        assert_eq!(
+            schedule(&[true, true, false, true, false, false, true]),
+            vec![
+                Step::Pipelined(0..2),
+                Step::Alone(2),
+                Step::Pipelined(3..4),
+                Step::Alone(4),
+                Step::Alone(5),
+                Step::Pipelined(6..7),
+            ]
+        );
+    }
+
+    proptest! {
+        /// The writer applies a batch in its order (a question's writes, a
+        /// take after the writes queued before it): every job exactly once,
+        /// in order, a job that must run alone never inside a run.
+        #[test]
+        fn a_schedule_keeps_every_job_once_in_order_and_runs_alone_what_must(
+            pipelinable in proptest::collection::vec(any::<bool>(), 0..64)
+        ) {
+            let steps = schedule(&pipelinable);
+            let mut order = Vec::new();
+            let mut previous_was_run = false;
+            for step in &steps {
+                match step {
+                    Step::Pipelined(range) => {
+                        prop_assert!(!range.is_empty());
+                        prop_assert!(!previous_was_run, "two runs side by side: {steps:?}");
+                        for index in range.clone() {
+                            prop_assert!(pipelinable[index]);
+                            order.push(index);
+                        }
+                        previous_was_run = true;
+                    }
+                    Step::Alone(index) => {
+                        prop_assert!(!pipelinable[*index]);
+                        order.push(*index);
+                        previous_was_run = false;
+                    }
+                }
+            }
+            prop_assert_eq!(order, (0..pipelinable.len()).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn every_write_but_revoking_a_device_and_pruning_is_one_statement_that_may_be_pipelined() {
+        let id = || "q_1".to_owned();
+        assert!(
+            matches!(plan(&Write::Delivered { id: id() }, 7), Planned::One(_, params) if params.len() == 1)
+        );
+        assert!(
+            matches!(plan(&Write::Detached { id: id() }, 7), Planned::One(sql, params) if sql.contains("host = $3") && params.len() == 3)
+        );
+        assert!(matches!(
+            plan(&Write::Prune { before_ms: 1 }, 7),
+            Planned::Several
+        ));
+        assert!(matches!(
+            plan(&Write::DeviceRevoked { id: id(), at_ms: 1 }, 7),
+            Planned::Several
+        ));
+    }
 
     #[test]
     fn a_store_url_is_refused_without_repeating_it_and_a_remote_one_needs_tls_said_off() {
