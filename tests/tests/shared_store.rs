@@ -1108,3 +1108,56 @@ async fn past_max_store_bytes_new_asks_get_507_store_full_and_answers_still_land
     let (status, _) = within("the ask with room", again).await.unwrap();
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn one_session_writing_past_its_allowance_through_a_host_gets_429_and_others_do_not() {
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    let host = HostProcess::start_with_env_only(&["--max-session-write-bytes", "65536"], &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let messages = |session: &str| format!("{}/api/sessions/{session}/messages", host.origin());
+    // 8 KB messages: the ninth at the latest is past 64 KiB a minute.
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        let (status, body) = send(
+            client()
+                .post(messages("busy"))
+                .json(&json!({"text": "x".repeat(8_000)})),
+        )
+        .await;
+        statuses.push(status);
+        if status != StatusCode::OK {
+            assert_eq!(body["error"]["code"], json!("TOO_MANY_WRITES"), "{body}");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("--max-session-write-bytes")),
+                "{body}"
+            );
+            break;
+        }
+    }
+    assert_eq!(
+        statuses.last(),
+        Some(&StatusCode::TOO_MANY_REQUESTS),
+        "20 messages of 8 KB exceed 64 KiB a minute: {statuses:?}"
+    );
+    assert!(statuses.len() >= 7, "{statuses:?}");
+    // An ask of the same session draws on the same allowance (8 KB more
+    // than what is left of it).
+    let url = format!("{}/api/sessions/busy/ask", host.origin());
+    let mut large = request("Still room?");
+    large["questions"][0]["detail"] = json!("y".repeat(8_000));
+    let refused = send(client().post(&url).json(&large)).await;
+    assert_eq!(refused.0, StatusCode::TOO_MANY_REQUESTS, "{refused:?}");
+    // Another session has its own.
+    let other = send(
+        client()
+            .post(messages("other"))
+            .json(&json!({"text": "x".repeat(8_000)})),
+    )
+    .await;
+    assert_eq!(other.0, StatusCode::OK, "{other:?}");
+}

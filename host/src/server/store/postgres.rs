@@ -24,6 +24,7 @@
 //! - Each host looks once a second for hosts that died (their lock gone) and
 //!   detaches their questions; their grace counts from then.
 
+use super::rates::SessionRates;
 use super::sqlite::restorable;
 use super::{
     AgentRecord, Asked, DeviceRecord, Followed, FollowingDevices, FollowingPeople, FollowingTable,
@@ -281,6 +282,8 @@ struct Inner {
     size: AtomicU64,
     /// When "full" was last logged (at most once a minute).
     full_logged: Mutex<Option<std::time::Instant>>,
+    /// `--max-session-write-bytes`, counted by this host alone.
+    rates: Mutex<SessionRates>,
 }
 
 /// The record in a PostgreSQL database shared by several hosts.
@@ -432,6 +435,7 @@ impl PostgresStore {
             runtime: tokio::runtime::Handle::current(),
             max_open: limits.max_restored_questions,
             max_bytes: limits.max_bytes,
+            rates: Mutex::new(SessionRates::new(limits.session_bytes_per_minute)),
             size: AtomicU64::new(0),
             full_logged: Mutex::new(None),
         });
@@ -504,6 +508,16 @@ async fn measure_size(inner: Arc<Inner>) {
 }
 
 impl Inner {
+    /// 429 `TOO_MANY_WRITES` for a new question or message of a session
+    /// that wrote its allowance this minute through this host.
+    fn too_fast(&self, session: &str, bytes: u64) -> Option<StoreError> {
+        self.rates.lock().unwrap_or_else(|e| e.into_inner()).admit(
+            session,
+            bytes + super::rates::ROW_OVERHEAD,
+            std::time::Instant::now(),
+        )
+    }
+
     /// 507 `STORE_FULL` for a new question or message while the schema's
     /// tables hold `--max-store-bytes` or more. Answers and cancels are
     /// never refused for room (they resolve what waits); nothing is pruned
@@ -841,7 +855,9 @@ impl Writer<'_> {
                                         queued.push((statement, params, Some(index)));
                                     }
                                     Planned::Several => {
-                                        unreachable!("a write of several statements is scheduled alone")
+                                        unreachable!(
+                                            "a write of several statements is scheduled alone"
+                                        )
                                     }
                                 },
                                 Job::Flush(_) | Job::Take(..) => {
@@ -1954,10 +1970,20 @@ impl HistoryReader {
 
 impl Store for PostgresStore {
     fn submit(&self, write: Write) -> Ticket {
-        if matches!(write, Write::Asked(_) | Write::Message { .. })
-            && let Some(full) = self.inner.full()
+        let new_row = match &write {
+            Write::Asked(asked) => Some((&asked.session, asked.json.len())),
+            Write::Message {
+                session, message, ..
+            } => Some((session, message.text.len())),
+            _ => None,
+        };
+        if let Some((session, bytes)) = new_row
+            && let Some(refused) = self
+                .inner
+                .full()
+                .or_else(|| self.inner.too_fast(session, bytes as u64))
         {
-            return Ticket::settled(Err(full));
+            return Ticket::settled(Err(refused));
         }
         let (reply, ticket) = oneshot::channel();
         // A send fails only once the writer is gone; the ticket then says so.
@@ -2000,8 +2026,12 @@ impl SharedRecord for PostgresStore {
         request_sha256: [u8; 32],
     ) -> oneshot::Receiver<Result<Taken, StoreError>> {
         let (reply, taken) = oneshot::channel();
-        if let Some(full) = self.inner.full() {
-            let _ = reply.send(Err(full));
+        if let Some(refused) = self
+            .inner
+            .full()
+            .or_else(|| self.inner.too_fast(&asked.session, asked.json.len() as u64))
+        {
+            let _ = reply.send(Err(refused));
             return taken;
         }
         let _ = self.jobs.send(Job::Take(asked, request_sha256, reply));

@@ -6,6 +6,9 @@ use super::StoreError;
 use std::collections::HashMap;
 use std::time::Instant;
 
+/// What a row costs in the store besides its text (keys, index entries).
+pub(crate) const ROW_OVERHEAD: u64 = 256;
+
 /// The most sessions whose write rate is tracked; past it the ones whose
 /// allowance is whole again are forgotten (they are as if new).
 const MAX_TRACKED_SESSIONS: usize = 4096;

@@ -2,7 +2,7 @@
 //! thread that applies queued writes in batches, one transaction each, with
 //! prepared (cached) statements; history reads use their own connection.
 
-use super::rates::SessionRates;
+use super::rates::{ROW_OVERHEAD, SessionRates};
 use super::{
     FAILURE_LOG_INTERVAL, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord,
     Restored, Store, StoreError, StoreLimits, Ticket, Write,
@@ -38,9 +38,6 @@ const MAX_BATCH: usize = 512;
 /// transaction (fewer for a small `--max-store-bytes`): one commit's share of
 /// the journal stays small against the bound.
 const MAX_BATCH_BYTES: u64 = 8 * 1024 * 1024;
-
-/// What a row costs in the file besides its text (keys, index entries).
-const ROW_OVERHEAD: u64 = 256;
 
 /// Resolved questions deleted per step when making room.
 const PRUNE_CHUNK: i64 = 32;
