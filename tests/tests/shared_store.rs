@@ -338,7 +338,7 @@ async fn a_database_of_a_newer_schema_is_refused_naming_both_versions() {
         Err(error) => error.to_string(),
     };
     assert!(
-        refused.contains("schema 99, this one knows 2"),
+        refused.contains("schema 99, this one knows 3"),
         "the refusal names both versions: {refused}"
     );
     assert!(
@@ -1160,4 +1160,126 @@ async fn one_session_writing_past_its_allowance_through_a_host_gets_429_and_othe
     )
     .await;
     assert_eq!(other.0, StatusCode::OK, "{other:?}");
+}
+
+#[tokio::test]
+async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_any_host_with_one_key()
+ {
+    use ask_user_tests::push_stub::{PushStub, TestSubscription, verified_vapid};
+    use ask_user_tests::tls_front::{TestCert, TlsFront, pair_phone_with, phone_request};
+    let cert = TestCert::new();
+    let mut front = TlsFront::bind(&cert).await;
+    let stub = PushStub::start_tls(cert.server_config()).await;
+    let scratch = std::env::temp_dir().join(format!(
+        "auq-shared-push-{}-{:x}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&scratch).unwrap();
+    let ca = scratch.join("ca.pem");
+    std::fs::write(&ca, cert.ca_pem()).unwrap();
+    let remote = format!("--remote={}", front.origin());
+    let pg = postgres();
+    let env = pg.host_env();
+    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
+    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
+    // The push service's certificate is the test's own.
+    env.push(("SSL_CERT_FILE", ca.as_os_str()));
+    let start = || {
+        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (mut a, b) = (start(), start());
+
+    // The phone pairs and subscribes through host A.
+    let balancer = RoundRobin::start(vec![addr(&a)]).await;
+    front.forward_to(balancer.addr());
+    let (_, cookie) = pair_phone_with(a.origin(), TOKEN, &cert, &front, "pixel").await;
+    let key = phone_request(
+        &cert,
+        &front,
+        "GET",
+        "/api/push/key",
+        Some(&cookie),
+        &Value::Null,
+    )
+    .await;
+    let public_key = key.json()["public_key"].as_str().unwrap().to_owned();
+    let subscription = TestSubscription::new(stub.endpoint("pixel"));
+    let put = phone_request(
+        &cert,
+        &front,
+        "PUT",
+        "/api/push/subscription",
+        Some(&cookie),
+        &subscription.to_json(),
+    )
+    .await;
+    assert_eq!(put.status.as_u16(), 204, "{:?}", put.body);
+    // Host B serves the same key (once it knows the device).
+    balancer.replace(0, addr(&b));
+    let mut key_b = Value::Null;
+    until("host B to know the device", async || {
+        let reply = phone_request(
+            &cert,
+            &front,
+            "GET",
+            "/api/push/key",
+            Some(&cookie),
+            &Value::Null,
+        )
+        .await;
+        key_b = reply.json();
+        reply.status.as_u16() == 200
+    })
+    .await;
+    assert_eq!(
+        key_b["public_key"],
+        json!(public_key),
+        "one key for every host"
+    );
+
+    // Asked through B, answered through A: one push, one close, from
+    // whichever host claimed it; both hosts follow the question.
+    let pushes = |n| stub.wait_for("pixel", n);
+    for (round, (ask_through, answer_through)) in [(&b, &a), (&a, &b)].into_iter().enumerate() {
+        let session = format!("push-{round}");
+        let waiting = ask(ask_through.origin(), &session, &request("Ship it?"));
+        let id = the_one_pending(answer_through.origin(), &session).await;
+        let sent = pushes(2 * round + 1).await;
+        let pushed = subscription.decrypt(&sent[2 * round]);
+        assert_eq!(pushed["kind"], "ask");
+        assert_eq!(pushed["question"], json!(id));
+        let (_, k) = verified_vapid(sent[2 * round].headers["authorization"].to_str().unwrap());
+        assert_eq!(
+            k, public_key,
+            "signed with the key the phone subscribed with"
+        );
+        let answered = answer(answer_through.origin(), &session, &id, &choice("Postgres")).await;
+        assert_eq!(answered.0, StatusCode::OK, "{answered:?}");
+        within("the agent's answer", waiting).await.unwrap();
+        let sent = pushes(2 * round + 2).await;
+        assert_eq!(subscription.decrypt(&sent[2 * round + 1])["kind"], "close");
+        // The other host neither pushed it nor closed it: no third message
+        // (a second host's push would have left as soon as the first's).
+        let sent: Vec<_> = stub.received();
+        assert_eq!(
+            sent.iter()
+                .map(|r| subscription.decrypt(r)["kind"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>(),
+            ["ask", "close"].repeat(round + 1),
+            "each question pushed once and closed once"
+        );
+    }
+
+    // Host A is gone: B pushes to the phone A subscribed, with the same key.
+    a.kill();
+    let _waiting = ask(b.origin(), "after-a", &request("Still there?"));
+    let sent = pushes(5).await;
+    assert_eq!(subscription.decrypt(&sent[4])["text"], "Still there?");
+    let (_, k) = verified_vapid(sent[4].headers["authorization"].to_str().unwrap());
+    assert_eq!(k, public_key);
+    let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -227,6 +227,7 @@ impl AppState {
             Arc::new(crate::server::push::service::Push::new(
                 push,
                 &restored.push_subscriptions,
+                restored.vapid_private_key.as_deref(),
             ))
         });
         let people = Arc::new(crate::server::people::People::new(
@@ -240,8 +241,15 @@ impl AppState {
         if let Some(shared) = record.shared() {
             // Several hosts: the table and the devices follow the record
             // (other hosts' questions, answers, detaches, pairings and
-            // revocations, people and agent tokens) from now on.
-            shared.follow(pending.clone(), devices.clone(), people.clone());
+            // revocations, people and agent tokens, push subscriptions) from
+            // now on.
+            shared.follow(
+                pending.clone(),
+                devices.clone(),
+                people.clone(),
+                push.clone()
+                    .map(|push| push as Arc<dyn crate::server::store::FollowingPush>),
+            );
         }
         let config_remote = config.remote.clone().map(Arc::new);
         Self {

@@ -13,7 +13,7 @@ use crate::server::extract::BodyText;
 use crate::server::guard::RemoteOrigin;
 use crate::server::pending::PendingTable;
 use crate::server::people::{People, PeopleHost, Viewer};
-use crate::server::store::{Store, Write, now_ms};
+use crate::server::store::{FollowingPush, Store, Write, now_ms};
 use ask_user_core::UserInteractionError;
 use ask_user_core::wire::SessionEvent;
 use axum::extract::{FromRef, State};
@@ -125,6 +125,9 @@ pub struct Push {
     client: std::sync::OnceLock<Option<super::PushClient>>,
     /// By device id.
     subscriptions: Mutex<HashMap<String, Subscription>>,
+    /// The devices a shared record listed when last read (see
+    /// [`FollowingPush::follow`]).
+    followed: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for Push {
@@ -135,8 +138,10 @@ impl std::fmt::Debug for Push {
 
 impl Push {
     /// Push for `config`, with the subscriptions the store kept (device id,
-    /// JSON; unreadable ones are skipped with a warning).
-    pub fn new(config: PushConfig, kept: &[(String, String)]) -> Self {
+    /// JSON; unreadable ones are skipped with a warning) and the key a
+    /// shared record keeps for every host, when it does (else the key is
+    /// this host's, made on first use).
+    pub fn new(config: PushConfig, kept: &[(String, String)], shared_key: Option<&str>) -> Self {
         let desktop = config
             .key_dir
             .as_deref()
@@ -153,9 +158,18 @@ impl Push {
                 }
             })
             .collect();
+        let key = shared_key.and_then(|scalar| {
+            VapidKey::from_private(scalar).or_else(|| {
+                tracing::warn!(
+                    "push: the shared store's VAPID key is not a P-256 key; this host uses its own"
+                );
+                None
+            })
+        });
         Self {
+            followed: Mutex::new(kept.iter().map(|(device, _)| device.clone()).collect()),
             config,
-            key: Mutex::new(None),
+            key: Mutex::new(key),
             client: std::sync::OnceLock::new(),
             subscriptions: Mutex::new(subscriptions),
         }
@@ -200,6 +214,30 @@ impl Push {
     /// Forgets `device`'s subscription (it was revoked).
     pub fn forget(&self, device: &str) {
         self.subscriptions().remove(device);
+    }
+}
+
+impl FollowingPush for Push {
+    fn follow(&self, subscriptions: Vec<(String, String)>) {
+        let listed: HashSet<String> = subscriptions.iter().map(|(d, _)| d.clone()).collect();
+        let mut followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut kept = self.subscriptions();
+        // Dropped through another host (or revoked). One subscribed here
+        // whose row this read did not see yet was never listed: it stays.
+        kept.retain(|device, _| {
+            device == DESKTOP || listed.contains(device) || !followed.contains(device)
+        });
+        for (device, json) in subscriptions {
+            match serde_json::from_str(&json) {
+                Ok(subscription) => {
+                    kept.insert(device, subscription);
+                }
+                Err(error) => {
+                    tracing::warn!(%device, %error, "a shared push subscription is unreadable; left out")
+                }
+            }
+        }
+        *followed = listed;
     }
 }
 
@@ -622,6 +660,11 @@ pub fn spawn(state: &PushRoom) {
     let state = state.clone();
     let mut changes = state.pending().inbox();
     let shutdown = state.shutdown_token();
+    // Several hosts follow one record, so each sees every question: the
+    // host whose claim the record takes first pushes it, and closes it.
+    let shared = state.record().shared().is_some();
+    // The tags of the notifications this host pushed (it closes them).
+    let claimed: Arc<Mutex<HashSet<String>>> = Arc::default();
     tokio::spawn(async move {
         let mut dispatcher = Dispatcher::default();
         loop {
@@ -629,17 +672,44 @@ pub fn spawn(state: &PushRoom) {
             let waiting = waiting_now(&state, |id, escalated| dispatcher.has_seen(id, escalated));
             let messages = dispatcher.step(&waiting, present);
             for message in messages {
-                if let Some((target, client)) = &ntfy {
-                    post_to_ntfy(&state, target, client, &message);
-                }
-                if let Some(push) = &push {
-                    send_to(&state, push, message, Reach::Audience);
+                let sends = Sends {
+                    state: &state,
+                    push: &push,
+                    ntfy: &ntfy,
+                };
+                match (&message, shared) {
+                    (_, false) => sends.all(message, Reach::Audience),
+                    (PushMessage::Ask { question, .. }, true) => {
+                        sends.once_claimed(question.clone(), false, message, &claimed)
+                    }
+                    (PushMessage::Close { tag }, true) => {
+                        let pushed = claimed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .remove(tag);
+                        sends.devices(
+                            message,
+                            if pushed {
+                                Reach::Audience
+                            } else {
+                                Reach::Desktop
+                            },
+                        );
+                    }
                 }
             }
             // The ntfy topic is the owner's: they had the first push.
             for message in dispatcher.widen(&waiting, present) {
-                if let Some(push) = &push {
-                    send_to(&state, push, message, Reach::NewlyAdmitted);
+                let sends = Sends {
+                    state: &state,
+                    push: &push,
+                    ntfy: &None,
+                };
+                match (&message, shared) {
+                    (PushMessage::Ask { question, .. }, true) => {
+                        sends.once_claimed(question.clone(), true, message, &claimed)
+                    }
+                    _ => sends.devices(message, Reach::NewlyAdmitted),
                 }
             }
             tokio::select! {
@@ -648,6 +718,95 @@ pub fn spawn(state: &PushRoom) {
             }
         }
     });
+}
+
+/// Where the push task's messages go: the paired devices' push
+/// subscriptions and the `--ntfy` topic.
+struct Sends<'a> {
+    state: &'a PushRoom,
+    push: &'a Option<Arc<Push>>,
+    ntfy: &'a Option<(NtfyTarget, Arc<super::PushClient>)>,
+}
+
+impl Sends<'_> {
+    /// To the topic and to the devices `reach` says.
+    fn all(&self, message: PushMessage, reach: Reach) {
+        if let Some((target, client)) = self.ntfy
+            && still_waiting(self.state, &message)
+        {
+            post_to_ntfy(self.state, target, client, &message);
+        }
+        self.devices(message, reach);
+    }
+
+    /// To the devices `reach` says.
+    fn devices(&self, message: PushMessage, reach: Reach) {
+        if let Some(push) = self.push {
+            send_to(self.state, push, message, reach);
+        }
+    }
+
+    /// Claims the push of `question` in the shared record, then sends
+    /// `message` to all if this host's claim won (it then closes it: its
+    /// tag is kept in `claimed`),
+    /// else to this host's desktop page alone (which no other host pushes
+    /// to). An `escalation` reaches the people it admits, never the topic.
+    fn once_claimed(
+        &self,
+        question: String,
+        escalation: bool,
+        message: PushMessage,
+        claimed: &Arc<Mutex<HashSet<String>>>,
+    ) {
+        let (state, push, ntfy) = (self.state.clone(), self.push.clone(), self.ntfy.clone());
+        let claimed = claimed.clone();
+        tokio::spawn(async move {
+            let claim = Write::PushClaimed {
+                id: question.clone(),
+                escalation,
+            };
+            let won = match state.record().submit(claim).kept().await {
+                Ok(won) => won,
+                Err(error) => {
+                    // Unclaimed, so unsent: the other hosts' claims fail
+                    // alike while the record is away.
+                    tracing::warn!(error = %crate::logged::logged(&error), "push: the claim was not kept; pushed to the desktop page alone");
+                    false
+                }
+            };
+            let sends = Sends {
+                state: &state,
+                push: &push,
+                ntfy: &ntfy,
+            };
+            match (won, escalation) {
+                (true, false) => {
+                    if let PushMessage::Ask { tag, .. } = &message {
+                        claimed
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(tag.clone());
+                    }
+                    sends.all(message, Reach::Audience);
+                }
+                (true, true) => sends.devices(message, Reach::NewlyAdmitted),
+                (false, false) => sends.devices(message, Reach::Desktop),
+                (false, true) => {}
+            }
+        });
+    }
+}
+
+/// Whether the ask `message` announces still waits (a close: always).
+fn still_waiting(state: &PushRoom, message: &PushMessage) -> bool {
+    match message {
+        PushMessage::Ask {
+            session, question, ..
+        } => state.pending().pending_events(session).iter().any(
+            |event| matches!(&**event, SessionEvent::QuestionRequested(q) if q.id == *question),
+        ),
+        PushMessage::Close { .. } => true,
+    }
 }
 
 /// Posts an ask to the `--ntfy` topic (closing follow-ups have no ntfy
@@ -688,6 +847,8 @@ enum Reach {
     /// Only those of people the batch's escalation brought into its
     /// audience (the others had its first push).
     NewlyAdmitted,
+    /// Only this host's desktop page: another host pushes to the devices.
+    Desktop,
 }
 
 /// Sends `message` to the opted-in devices still paired that `reach` says,
@@ -708,6 +869,7 @@ fn send_to(state: &PushRoom, push: &Arc<Push>, message: PushMessage, reach: Reac
         .devices()
         .list()
         .into_iter()
+        .filter(|_| reach != Reach::Desktop)
         .filter(|device| match &shown {
             None => true,
             Some(None) => false,
@@ -723,7 +885,7 @@ fn send_to(state: &PushRoom, push: &Arc<Push>, message: PushMessage, reach: Reac
                         question.request.admits(person.as_ref(), true)
                             && !question.request.admits(person.as_ref(), false)
                     }
-                    (Reach::NewlyAdmitted, ..) => false,
+                    (Reach::NewlyAdmitted | Reach::Desktop, ..) => false,
                 }
             }
         })
@@ -733,7 +895,11 @@ fn send_to(state: &PushRoom, push: &Arc<Push>, message: PushMessage, reach: Reac
         .subscriptions()
         .iter()
         .filter(|(device, _)| {
-            paired.contains(*device) || (*device == DESKTOP && reach == Reach::Audience)
+            paired.contains(*device)
+                || (*device == DESKTOP
+                    && matches!(reach, Reach::Audience | Reach::Desktop)
+                    // An ask resolved meanwhile (while it was claimed) is not sent.
+                    && !matches!(shown, Some(None)))
         })
         .map(|(d, s)| (d.clone(), s.clone()))
         .collect();
@@ -811,6 +977,55 @@ mod tests {
                 PushMessage::Close { tag } => format!("close {tag}"),
             })
             .collect()
+    }
+
+    fn subscription_json(endpoint: &str) -> (String, String) {
+        let json = format!(
+            r#"{{"endpoint":"https://push.example/{endpoint}","keys":{{"p256dh":"k","auth":"a"}}}}"#
+        );
+        (endpoint.to_owned(), json)
+    }
+
+    #[test]
+    fn a_followed_record_adds_and_drops_subscriptions_but_keeps_one_made_here_not_yet_read() {
+        let push = Push::new(PushConfig::default(), &[subscription_json("d_kept")], None);
+        // Made here; its row not read back yet.
+        push.subscriptions().insert(
+            "d_here".to_owned(),
+            serde_json::from_str(&subscription_json("d_here").1).unwrap(),
+        );
+        FollowingPush::follow(
+            &push,
+            vec![subscription_json("d_kept"), subscription_json("d_other")],
+        );
+        assert!(push.subscribed("d_kept") && push.subscribed("d_other"));
+        assert!(push.subscribed("d_here"), "not listed yet: not dropped");
+        // The record lists it, then drops it (through another host).
+        FollowingPush::follow(
+            &push,
+            vec![subscription_json("d_here"), subscription_json("d_other")],
+        );
+        assert!(!push.subscribed("d_kept"), "dropped through another host");
+        FollowingPush::follow(&push, vec![subscription_json("d_other")]);
+        assert!(!push.subscribed("d_here"));
+        assert!(push.subscribed("d_other"));
+    }
+
+    #[test]
+    fn a_shared_key_is_every_hosts_key() {
+        let scalar =
+            base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, [7u8; 32]);
+        let one = Push::new(PushConfig::default(), &[], Some(&scalar));
+        let other = Push::new(PushConfig::default(), &[], Some(&scalar));
+        assert_eq!(
+            one.key().unwrap().public_key(),
+            other.key().unwrap().public_key()
+        );
+        let own = Push::new(PushConfig::default(), &[], None);
+        assert_ne!(
+            own.key().unwrap().public_key(),
+            one.key().unwrap().public_key()
+        );
     }
 
     #[test]

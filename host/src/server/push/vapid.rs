@@ -82,6 +82,13 @@ impl VapidKey {
             .ok_or_else(|| format!("VAPID key file {}: vanished after creation", path.display()))
     }
 
+    /// The key whose private scalar is `scalar` (base64url), as a shared
+    /// record keeps it; `None` when it is not one.
+    pub fn from_private(scalar: &str) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(scalar.trim()).ok()?;
+        SigningKey::from_slice(&bytes).ok().map(Self::from_signing)
+    }
+
     /// The public key (uncompressed P-256 point, base64url without padding).
     pub fn public_key(&self) -> &str {
         &self.public

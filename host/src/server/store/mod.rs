@@ -275,6 +275,17 @@ pub enum Write {
         /// The device's id.
         device: String,
     },
+    /// A host claims the push of question `id` (its first push, or with
+    /// `escalation` the one to the people its escalation admits): on a
+    /// shared record the first host's claim changes it and that host alone
+    /// pushes; a record of one host has nothing to share, so every claim
+    /// is this host's.
+    PushClaimed {
+        /// The question's id.
+        id: String,
+        /// Whether this is its escalation's push.
+        escalation: bool,
+    },
     /// A person was added (issue 24): their name, roles and the SHA-256 of
     /// their credential (never the credential).
     PersonAdded(PersonRecord),
@@ -351,6 +362,10 @@ pub struct Restored {
     pub people: Vec<PersonRecord>,
     /// The agent tokens not removed, oldest first (issue 24).
     pub agents: Vec<AgentRecord>,
+    /// The hosts' one VAPID private key (a P-256 scalar, base64url), where a
+    /// shared record keeps it: every host signs with it, so a device
+    /// subscribed through one host is pushed to by any.
+    pub vapid_private_key: Option<String>,
 }
 
 /// A paired device as kept.
@@ -587,6 +602,7 @@ pub trait SharedRecord: Send + Sync {
         pending: std::sync::Arc<dyn FollowingTable>,
         devices: std::sync::Arc<dyn FollowingDevices>,
         people: std::sync::Arc<dyn FollowingPeople>,
+        push: Option<std::sync::Arc<dyn FollowingPush>>,
     );
 
     /// Waits until the first reconciliation is done (the table shows what the
@@ -689,6 +705,16 @@ pub trait FollowingPeople: Send + Sync {
     fn follow(&self, followed: Followed) -> Vec<String>;
     /// The ids of the people and agent tokens known here.
     fn ids(&self) -> Vec<String>;
+}
+
+/// The devices' push subscriptions as a shared record drives them
+/// (implemented by `push::service::Push`).
+pub trait FollowingPush: Send + Sync {
+    /// Makes the subscriptions what the record has now (device id, JSON):
+    /// ones made through another host are added, ones the record listed
+    /// before and no longer does are dropped, and one made here whose row
+    /// is not read back yet stays.
+    fn follow(&self, subscriptions: Vec<(String, String)>);
 }
 
 /// `--ephemeral`: keeps nothing, so every write "applies" at once and the

@@ -27,9 +27,10 @@
 use super::rates::SessionRates;
 use super::sqlite::restorable;
 use super::{
-    AgentRecord, Asked, DeviceRecord, Followed, FollowingDevices, FollowingPeople, FollowingTable,
-    Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Observed, PersonRecord,
-    RecordState, Restored, SharedRecord, Store, StoreError, StoreLimits, Taken, Ticket, Write,
+    AgentRecord, Asked, DeviceRecord, Followed, FollowingDevices, FollowingPeople, FollowingPush,
+    FollowingTable, Health, HistoryCursor, HistoryPage, HistoryQuery, HistoryRecord, Observed,
+    PersonRecord, RecordState, Restored, SharedRecord, Store, StoreError, StoreLimits, Taken,
+    Ticket, Write,
 };
 use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
@@ -37,6 +38,7 @@ use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
 use ask_user_core::wire::{
     MessageCreated, Outcome, QuestionRequested, Role, TranscriptEntry, TranscriptRecord,
 };
+use base64::Engine;
 use futures_util::StreamExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -47,7 +49,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification, Row, Statement};
 
 /// The schema this build writes; a database of a newer one is refused.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The first key of every ask-user advisory lock ("AS"); the second is a host's.
 const LOCK_SPACE: i32 = 0x4153;
@@ -66,7 +68,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
 /// The steps from an empty database to each schema version, in order; each
 /// runs in the transaction that records its version.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     r#"
 CREATE TABLE ask_user.questions (
     seq bigserial PRIMARY KEY,
@@ -148,6 +150,7 @@ CREATE TRIGGER devices_changed AFTER INSERT OR UPDATE OF revoked_ms ON ask_user.
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_device();
 "#,
     PEOPLE,
+    PUSH,
 ];
 
 /// Schema 2 (issue 24): the people who may answer and the agent tokens, as
@@ -194,6 +197,34 @@ CREATE TRIGGER people_changed AFTER INSERT OR UPDATE OF removed_ms ON ask_user.p
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_person('p');
 CREATE TRIGGER agent_tokens_changed AFTER INSERT OR UPDATE OF removed_ms ON ask_user.agent_tokens
     FOR EACH ROW EXECUTE FUNCTION ask_user.notify_person('a');
+"#;
+
+/// Schema 3: push across hosts. The hosts' one VAPID private key
+/// (`vapid_key`, one row, written by the first host to start: a device
+/// subscribes once, whichever host serves its page), which host pushed each
+/// question (`pushes`: one row per question and kind, the first host's
+/// insert wins, so a question is pushed once however many hosts follow it;
+/// gone with its question), and a subscription made or dropped notifies
+/// `s` (every host re-reads them: they are few).
+const PUSH: &str = r#"
+CREATE TABLE ask_user.vapid_key (
+    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+    private_key text NOT NULL
+);
+CREATE TABLE ask_user.pushes (
+    question_id text NOT NULL REFERENCES ask_user.questions (id) ON DELETE CASCADE,
+    escalation boolean NOT NULL,
+    host integer NOT NULL,
+    PRIMARY KEY (question_id, escalation)
+);
+CREATE FUNCTION ask_user.notify_subscription() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('ask_user', 's');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER push_subscriptions_changed AFTER INSERT OR UPDATE OR DELETE
+    ON ask_user.push_subscriptions
+    FOR EACH ROW EXECUTE FUNCTION ask_user.notify_subscription();
 "#;
 
 /// The lock keys of the hosts alive now, as an `integer[]`: what
@@ -1179,6 +1210,14 @@ fn plan(write: &Write, me: i32) -> Planned {
              ON CONFLICT (device_id) DO UPDATE SET subscription = $2, subscribed_ms = $3",
             vec![text(device), text(subscription), ms(*at_ms)],
         ),
+        // The first host's claim inserts the row; a question already gone
+        // is pushed by nobody.
+        Write::PushClaimed { id, escalation } => (
+            "INSERT INTO ask_user.pushes (question_id, escalation, host) \
+             SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM ask_user.questions WHERE id = $1) \
+             ON CONFLICT DO NOTHING",
+            vec![text(id), Box::new(*escalation), Box::new(me)],
+        ),
         Write::PushUnsubscribed { device } => (
             "DELETE FROM ask_user.push_subscriptions WHERE device_id = $1",
             vec![text(device)],
@@ -1302,6 +1341,7 @@ async fn follow(
     pending: Arc<dyn FollowingTable>,
     devices: Arc<dyn FollowingDevices>,
     people: Arc<dyn FollowingPeople>,
+    push: Option<Arc<dyn FollowingPush>>,
 ) {
     let mut first = inner
         .first_listener
@@ -1332,7 +1372,8 @@ async fn follow(
         let reconciled = async {
             reconcile(&inner, &mut conn, &pending).await?;
             follow_devices(conn.client, &devices).await?;
-            follow_people(conn.client, &people, &devices).await
+            follow_people(conn.client, &people, &devices).await?;
+            follow_subscriptions(conn.client, &push).await
         };
         if let Err(error) = reconciled.await {
             tracing::warn!(error = %crate::logged::logged(&error), "reconciling with the shared store failed; retrying");
@@ -1354,7 +1395,7 @@ async fn follow(
                             Err(_) => break,
                         }
                     }
-                    if let Err(error) = apply_notifications(&inner, &mut conn, &pending, &devices, &people, batch).await {
+                    if let Err(error) = apply_notifications(&inner, &mut conn, &pending, &devices, &people, &push, batch).await {
                         break error.to_string();
                     }
                 }
@@ -1393,6 +1434,7 @@ async fn apply_notifications(
     pending: &Arc<dyn FollowingTable>,
     devices: &Arc<dyn FollowingDevices>,
     people: &Arc<dyn FollowingPeople>,
+    push: &Option<Arc<dyn FollowingPush>>,
     batch: Vec<Notification>,
 ) -> Result<(), tokio_postgres::Error> {
     let own = inner.writer_pid.load(Ordering::Acquire);
@@ -1401,6 +1443,7 @@ async fn apply_notifications(
     let mut seen = HashSet::new();
     let mut devices_changed = false;
     let mut people_changed = false;
+    let mut subscriptions_changed = false;
     for notification in batch {
         if notification.process_id() == own || notification.channel() != CHANNEL {
             continue;
@@ -1416,6 +1459,8 @@ async fn apply_notifications(
             devices_changed = true;
         } else if payload.starts_with('p') || payload.starts_with('a') {
             people_changed = true;
+        } else if payload.starts_with('s') {
+            subscriptions_changed = true;
         }
     }
     if devices_changed {
@@ -1423,6 +1468,9 @@ async fn apply_notifications(
     }
     if people_changed {
         follow_people(conn.client, people, devices).await?;
+    }
+    if subscriptions_changed {
+        follow_subscriptions(conn.client, push).await?;
     }
     if !ids.is_empty() {
         observe_ids(inner, conn, pending, &ids).await?;
@@ -1707,17 +1755,58 @@ async fn load(client: &Client) -> Result<Restored, tokio_postgres::Error> {
     let followed = load_people(client, &[]).await?;
     restored.people = followed.people.into_iter().map(|(p, _)| p).collect();
     restored.agents = followed.agents.into_iter().map(|(a, _)| a).collect();
-    for row in client
+    restored.push_subscriptions = load_subscriptions(client).await?;
+    restored.vapid_private_key = Some(vapid_key(client).await?);
+    Ok(restored)
+}
+
+/// The push subscriptions of the devices not revoked (device id, JSON).
+async fn load_subscriptions(
+    client: &Client,
+) -> Result<Vec<(String, String)>, tokio_postgres::Error> {
+    Ok(client
         .query(
             "SELECT p.device_id, p.subscription FROM ask_user.push_subscriptions p \
              JOIN ask_user.devices d ON d.id = p.device_id WHERE d.revoked_ms IS NULL",
             &[],
         )
         .await?
-    {
-        restored.push_subscriptions.push((row.get(0), row.get(1)));
+        .into_iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect())
+}
+
+/// The hosts' VAPID private key: the one the record has, else a fresh one
+/// this host writes (two hosts starting at once keep the first written).
+async fn vapid_key(client: &Client) -> Result<String, tokio_postgres::Error> {
+    let fresh = loop {
+        let scalar: [u8; 32] = rand::random();
+        // Zero or past the group's order (odds of 2^-32): draw again.
+        if p256::SecretKey::from_slice(&scalar).is_ok() {
+            break base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(scalar);
+        }
+    };
+    client
+        .execute(
+            "INSERT INTO ask_user.vapid_key (private_key) VALUES ($1) ON CONFLICT DO NOTHING",
+            &[&fresh],
+        )
+        .await?;
+    client
+        .query_one("SELECT private_key FROM ask_user.vapid_key", &[])
+        .await
+        .map(|row| row.get(0))
+}
+
+/// Makes `push` follow the record's subscriptions.
+async fn follow_subscriptions(
+    client: &Client,
+    push: &Option<Arc<dyn FollowingPush>>,
+) -> Result<(), tokio_postgres::Error> {
+    if let Some(push) = push {
+        push.follow(load_subscriptions(client).await?);
     }
-    Ok(restored)
+    Ok(())
 }
 
 /// Each recently active session's most recent entries, oldest first, within
@@ -2047,8 +2136,9 @@ impl SharedRecord for PostgresStore {
         pending: Arc<dyn FollowingTable>,
         devices: Arc<dyn FollowingDevices>,
         people: Arc<dyn FollowingPeople>,
+        push: Option<Arc<dyn FollowingPush>>,
     ) {
-        tokio::spawn(follow(self.inner.clone(), pending, devices, people));
+        tokio::spawn(follow(self.inner.clone(), pending, devices, people, push));
     }
 
     fn ready(&self) -> futures_util::future::BoxFuture<'static, ()> {

@@ -1578,6 +1578,8 @@ fn apply(conn: &Connection, write: &Write, json: Option<&str>) -> rusqlite::Resu
                  ON CONFLICT (device_id) DO UPDATE SET subscription = ?2, subscribed_ms = ?3",
             )?
             .execute(params![device, subscription, *at_ms as i64])?,
+        // One host: its claims are all its own.
+        Write::PushClaimed { .. } => 1,
         Write::PushUnsubscribed { device } => conn
             .prepare_cached("DELETE FROM push_subscriptions WHERE device_id = ?1")?
             .execute([device])?,
