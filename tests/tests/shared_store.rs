@@ -176,6 +176,12 @@ async fn behind_a_round_robin_proxy_a_question_asked_through_one_host_is_answere
     assert_eq!(records.len(), 1, "{history}");
     assert_eq!(records[0]["question"]["id"], json!(id));
     assert_eq!(records[0]["answer"], choice("SQLite"));
+    // Nobody asked for notifications: no host claimed a push (a write per
+    // question for nothing).
+    let claims = pg
+        .psql("SELECT count(*) FROM ask_user.pushes")
+        .unwrap_or_else(|why| panic!("{why}"));
+    assert_eq!(claims.trim(), "0", "{claims}");
 }
 
 #[tokio::test]
@@ -1281,5 +1287,10 @@ async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_an
     assert_eq!(subscription.decrypt(&sent[4])["text"], "Still there?");
     let (_, k) = verified_vapid(sent[4].headers["authorization"].to_str().unwrap());
     assert_eq!(k, public_key);
+    // One claim per question, whatever the number of hosts.
+    let claims = pg
+        .psql("SELECT count(*) FROM ask_user.pushes")
+        .unwrap_or_else(|why| panic!("{why}"));
+    assert_eq!(claims, "3");
     let _ = std::fs::remove_dir_all(&scratch);
 }

@@ -758,6 +758,15 @@ impl Sends<'_> {
         message: PushMessage,
         claimed: &Arc<Mutex<HashSet<String>>>,
     ) {
+        // Nobody to push to (no subscription, no topic): no claim to write,
+        // so the record sees no write per question when push is not used.
+        let subscribed = self
+            .push
+            .as_ref()
+            .is_some_and(|push| !push.subscriptions().is_empty());
+        if !subscribed && (escalation || self.ntfy.is_none()) {
+            return;
+        }
         let (state, push, ntfy) = (self.state.clone(), self.push.clone(), self.ntfy.clone());
         let claimed = claimed.clone();
         tokio::spawn(async move {
