@@ -1203,16 +1203,20 @@ async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_an
     let balancer = RoundRobin::start(vec![addr(&a)]).await;
     front.forward_to(balancer.addr());
     let (_, cookie) = pair_phone_with(a.origin(), TOKEN, &cert, &front, "pixel").await;
-    let key = phone_request(
-        &cert,
-        &front,
-        "GET",
-        "/api/push/key",
-        Some(&cookie),
-        &Value::Null,
-    )
-    .await;
-    let public_key = key.json()["public_key"].as_str().unwrap().to_owned();
+    let push_key = || {
+        phone_request(
+            &cert,
+            &front,
+            "GET",
+            "/api/push/key",
+            Some(&cookie),
+            &Value::Null,
+        )
+    };
+    let public_key = push_key().await.json()["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let subscription = TestSubscription::new(stub.endpoint("pixel"));
     let put = phone_request(
         &cert,
@@ -1228,15 +1232,7 @@ async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_an
     balancer.replace(0, addr(&b));
     let mut key_b = Value::Null;
     until("host B to know the device", async || {
-        let reply = phone_request(
-            &cert,
-            &front,
-            "GET",
-            "/api/push/key",
-            Some(&cookie),
-            &Value::Null,
-        )
-        .await;
+        let reply = push_key().await;
         key_b = reply.json();
         reply.status.as_u16() == 200
     })
