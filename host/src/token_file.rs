@@ -16,6 +16,12 @@ use std::path::{Path, PathBuf};
 /// The file's name in the data directory.
 pub const TOKEN_FILE_NAME: &str = "token";
 
+/// A person's credential starts so (secret scanners and people tell it apart).
+pub const PERSON_PREFIX: &str = "aup_";
+
+/// An agent token starts so.
+pub const AGENT_PREFIX: &str = "aua_";
+
 /// The longest token file read (a token is one short line).
 const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 

@@ -721,6 +721,38 @@ async fn the_browser_opener_runs_once_with_no_page_connected_never_with_a_page_c
 
 #[cfg(unix)]
 #[tokio::test]
+async fn asking_with_an_agent_token_opens_no_page_and_says_who_will_see_the_question() {
+    let dir = temp_dir("opener-agent");
+    let log = dir.join("opened.log");
+    let opener = stub_opener(&dir, &log);
+    let host = TestHost::start().await;
+    let (status, made) = host
+        .post("/api/agents", json!({"name": "ci-runner"}).to_string())
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{made}");
+    let token = made["credential"].as_str().expect("the token, shown once");
+    // An agent elsewhere has its token, not the host's data directory.
+    let elsewhere = dir.join("elsewhere");
+    let url = format!("{}/?token={token}", host.base);
+    let mut mcp = Mcp::start(&dir, &elsewhere, &url, &["--session", "a"], Some(&opener));
+    mcp.initialize("agent-client").await;
+    mcp.start_call(2, &request("Deploy?")).await;
+    pending_one(&host, "a").await;
+    mcp.says("not opening the page: this asks with an agent token")
+        .await;
+    assert!(opened(&log).is_empty(), "{:?}", opened(&log));
+    assert!(!mcp.stderr().contains("HTTP 403"), "{}", mcp.stderr());
+    assert!(
+        !mcp.stderr().contains(token),
+        "never the token: {}",
+        mcp.stderr()
+    );
+    mcp.assert_only_json_rpc_on_stdout();
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[cfg(unix)]
+#[tokio::test]
 async fn another_token_holder_asking_the_page_opener_first_does_not_silence_it() {
     let dir = temp_dir("opener-claimed");
     let log = dir.join("opened.log");

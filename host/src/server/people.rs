@@ -33,11 +33,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
-/// A person's credential starts so (secret scanners and people tell it apart).
-pub const PERSON_PREFIX: &str = "aup_";
-
-/// An agent token starts so.
-pub const AGENT_PREFIX: &str = "aua_";
+pub use crate::token_file::{AGENT_PREFIX, PERSON_PREFIX};
 
 /// The most people kept at once.
 pub const MAX_PEOPLE: usize = 256;

@@ -18,6 +18,7 @@
 
 use super::Target;
 use crate::data_dir::{open_lock_file, try_lock_exclusive};
+use crate::token_file::{AGENT_PREFIX, PERSON_PREFIX};
 use ask_user_core::wire::PageOpener;
 use std::ffi::OsString;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -71,6 +72,25 @@ impl Opener {
                 return;
             }
         };
+        // The page signs in with the host's own token only: an agent token
+        // or a person's credential asks for the people the question is for,
+        // who see it in their inbox (and on their phones).
+        let kind = if token.starts_with(AGENT_PREFIX) {
+            Some("an agent token")
+        } else if token.starts_with(PERSON_PREFIX) {
+            Some("a person's credential")
+        } else {
+            None
+        };
+        if let Some(kind) = kind {
+            if !self.said_no.swap(true, Ordering::Relaxed) {
+                say!(
+                    "ask-user mcp: not opening the page: this asks with {kind}, not the host's \
+                     token; the question waits in the inbox of the people it is for"
+                );
+            }
+            return;
+        }
         let run = match claim(target, &token).await {
             Ok(PageOpener {
                 open: true, run, ..
