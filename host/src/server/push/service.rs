@@ -747,10 +747,10 @@ impl Sends<'_> {
     }
 
     /// Claims the push of `question` in the shared record, then sends
-    /// `message` to all if this host's claim won (it then closes it: its
-    /// tag is kept in `claimed`),
-    /// else to this host's desktop page alone (which no other host pushes
-    /// to). An `escalation` reaches the people it admits, never the topic.
+    /// `message` to all if this host's claim won (its tag goes in `claimed`:
+    /// this host closes it too), else to this host's desktop page alone
+    /// (which no other host pushes to). An `escalation` reaches the people
+    /// it admits, never the topic.
     fn once_claimed(
         &self,
         question: String,
