@@ -445,7 +445,7 @@ async fn the_detach_grace_holds_across_hosts_a_re_ask_through_another_reattaches
 
 #[tokio::test]
 async fn a_device_paired_through_one_host_works_on_another_and_a_revocation_reaches_it_at_once() {
-    use ask_user_tests::tls_front::{TestCert, TlsFront, phone_request};
+    use ask_user_tests::tls_front::{TestCert, TlsFront, pair_phone_with, phone_request};
     let cert = TestCert::new();
     let mut front = TlsFront::bind(&cert).await;
     let remote = format!("--remote={}", front.origin());
@@ -461,65 +461,7 @@ async fn a_device_paired_through_one_host_works_on_another_and_a_revocation_reac
     // The front forwards to a balancer that sends the phone to host A first.
     let balancer = RoundRobin::start(vec![addr(&a)]).await;
     front.forward_to(balancer.addr());
-    let (status, pairing) = send(
-        client()
-            .post(format!("{}/api/pairings", a.origin()))
-            .json(&json!({})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{pairing}");
-    let (id, code) = (
-        pairing["id"].as_str().unwrap(),
-        pairing["code"].as_str().unwrap(),
-    );
-    let claim = phone_request(
-        &cert,
-        &front,
-        "POST",
-        "/api/pair/claim",
-        None,
-        &json!({"code": code, "name": "Pixel"}),
-    )
-    .await;
-    assert_eq!(
-        claim.status,
-        hyper::StatusCode::ACCEPTED,
-        "{:?}",
-        claim.body
-    );
-    let approved = send(
-        client()
-            .post(format!("{}/api/pairings/{id}/approve", a.origin()))
-            .json(&json!({})),
-    )
-    .await;
-    assert_eq!(approved.0, StatusCode::OK, "{approved:?}");
-    let collected = phone_request(
-        &cert,
-        &front,
-        "POST",
-        "/api/pair/collect",
-        None,
-        &json!({"code": code}),
-    )
-    .await;
-    assert_eq!(
-        collected.status,
-        hyper::StatusCode::OK,
-        "{:?}",
-        collected.body
-    );
-    let cookie = collected.headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let device = collected.json()["device"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (device, cookie) = pair_phone_with(a.origin(), TOKEN, &cert, &front, "Pixel").await;
 
     // The phone reaches host B now (the balancer moved it): its cookie works there.
     balancer.replace(0, addr(&b));
@@ -752,7 +694,7 @@ async fn a_person_added_through_one_host_answers_on_another_and_the_record_names
 #[tokio::test]
 async fn a_person_removed_on_one_host_is_refused_on_another_at_once_with_their_streams_and_devices()
 {
-    use ask_user_tests::tls_front::{TestCert, TlsFront, phone_request};
+    use ask_user_tests::tls_front::{TestCert, TlsFront, pair_phone_with, phone_request};
     let cert = TestCert::new();
     let mut front = TlsFront::bind(&cert).await;
     let remote = format!("--remote={}", front.origin());
@@ -769,43 +711,7 @@ async fn a_person_removed_on_one_host_is_refused_on_another_at_once_with_their_s
     // Ana pairs her phone through host A, with her own credential.
     let balancer = RoundRobin::start(vec![addr(&a)]).await;
     front.forward_to(balancer.addr());
-    let pairings = format!("{}/api/pairings", a.origin());
-    let (status, pairing) = send_as(&ana, client().post(&pairings).json(&json!({}))).await;
-    assert_eq!(status, StatusCode::OK, "{pairing}");
-    let (id, code) = (
-        pairing["id"].as_str().unwrap(),
-        pairing["code"].as_str().unwrap(),
-    );
-    let claim = phone_request(
-        &cert,
-        &front,
-        "POST",
-        "/api/pair/claim",
-        None,
-        &json!({"code": code, "name": "Ana's Pixel"}),
-    )
-    .await;
-    assert_eq!(claim.status, hyper::StatusCode::ACCEPTED);
-    let approve = format!("{pairings}/{id}/approve");
-    let approved = send_as(&ana, client().post(approve).json(&json!({}))).await;
-    assert_eq!(approved.0, StatusCode::OK, "{approved:?}");
-    let collected = phone_request(
-        &cert,
-        &front,
-        "POST",
-        "/api/pair/collect",
-        None,
-        &json!({"code": code}),
-    )
-    .await;
-    assert_eq!(collected.status, hyper::StatusCode::OK);
-    let cookie = collected.headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
+    let (_, cookie) = pair_phone_with(a.origin(), &ana, &cert, &front, "Ana's Pixel").await;
 
     // The phone reaches host B now, and answers there: `by` names both.
     balancer.replace(0, addr(&b));

@@ -512,9 +512,25 @@ impl Dispatcher {
         self.seen.contains(id) && (!escalated || self.widened.contains(id))
     }
 
+    /// The push announcing `batch`, which is then closed once resolved.
+    fn pushing(&mut self, batch: &Waiting) -> PushMessage {
+        self.pushed.insert(batch.id.clone(), batch.session.clone());
+        PushMessage::ask_with_choices(
+            &batch.session,
+            &batch.id,
+            &batch.who,
+            &batch.text,
+            batch.count,
+            batch
+                .choices
+                .as_ref()
+                .map(|(item, labels)| (item.as_str(), labels.as_slice())),
+        )
+    }
+
     /// The batches seen before that escalated since: each pushed once more,
     /// for the people its escalation brought into its audience (see
-    /// `send_to_newly_admitted`); nothing while the person is `present`.
+    /// `Reach::NewlyAdmitted`); nothing while the person is `present`.
     pub fn widen(&mut self, waiting: &[Waiting], present: bool) -> Vec<PushMessage> {
         let mut out = Vec::new();
         for batch in waiting.iter().filter(|batch| batch.escalated) {
@@ -524,18 +540,7 @@ impl Dispatcher {
             if present {
                 continue;
             }
-            out.push(PushMessage::ask_with_choices(
-                &batch.session,
-                &batch.id,
-                &batch.who,
-                &batch.text,
-                batch.count,
-                batch
-                    .choices
-                    .as_ref()
-                    .map(|(item, labels)| (item.as_str(), labels.as_slice())),
-            ));
-            self.pushed.insert(batch.id.clone(), batch.session.clone());
+            out.push(self.pushing(batch));
         }
         out
     }
@@ -570,18 +575,7 @@ impl Dispatcher {
             if present {
                 continue;
             }
-            out.push(PushMessage::ask_with_choices(
-                &batch.session,
-                &batch.id,
-                &batch.who,
-                &batch.text,
-                batch.count,
-                batch
-                    .choices
-                    .as_ref()
-                    .map(|(item, labels)| (item.as_str(), labels.as_slice())),
-            ));
-            self.pushed.insert(batch.id.clone(), batch.session.clone());
+            out.push(self.pushing(batch));
         }
         out
     }
