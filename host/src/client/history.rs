@@ -83,17 +83,7 @@ async fn run_shared(args: &HistoryArgs, url: &str) -> Result<(), String> {
     let reader = postgres::HistoryReader::connect(postgres::parse_url(url)?).await?;
     // Dates are read and written as the file's are (SQLite's date functions).
     let conn = Connection::open_in_memory().map_err(|e| e.to_string())?;
-    let since = args
-        .since
-        .as_deref()
-        .map(|d| parse_date(&conn, d))
-        .transpose()?;
-    let query = HistoryQuery {
-        session: args.session.clone(),
-        since,
-        limit: Some(PAGE),
-        ..HistoryQuery::default()
-    };
+    let query = first_page(args, &conn)?;
     let source = Source::Shared(&reader);
     tokio::task::block_in_place(|| print(args.format, &conn, &source, query))
 }
@@ -165,18 +155,24 @@ pub fn run(args: &HistoryArgs) -> Result<(), String> {
         return Ok(());
     }
     let conn = sqlite::open_read_only(&path)?;
+    let query = first_page(args, &conn)?;
+    print(args.format, &conn, &Source::File(&conn), query)
+}
+
+/// The query for the first page `args` asks for (`conn` reads `--since`
+/// as SQLite's date functions do).
+fn first_page(args: &HistoryArgs, conn: &Connection) -> Result<HistoryQuery, String> {
     let since = args
         .since
         .as_deref()
-        .map(|d| parse_date(&conn, d))
+        .map(|d| parse_date(conn, d))
         .transpose()?;
-    let query = HistoryQuery {
+    Ok(HistoryQuery {
         session: args.session.clone(),
         since,
         limit: Some(PAGE),
         ..HistoryQuery::default()
-    };
-    print(args.format, &conn, &Source::File(&conn), query)
+    })
 }
 
 /// Records read and printed at a time: the history is printed page by page,
