@@ -63,7 +63,15 @@ async fn send(builder: reqwest::RequestBuilder) -> (StatusCode, Value) {
 
 /// The response, or why none came (the host died).
 async fn send_maybe(builder: reqwest::RequestBuilder) -> Result<(StatusCode, Value), String> {
-    let response = within("a response", builder.bearer_auth(TOKEN).send())
+    send_maybe_as(TOKEN, builder).await
+}
+
+/// [`send_maybe`] with `credential` instead of the hosts' token.
+async fn send_maybe_as(
+    credential: &str,
+    builder: reqwest::RequestBuilder,
+) -> Result<(StatusCode, Value), String> {
+    let response = within("a response", builder.bearer_auth(credential).send())
         .await
         .map_err(|e| e.to_string())?;
     let status = response.status();
@@ -93,15 +101,7 @@ fn ask_maybe(
 }
 
 async fn pending_ids(origin: &str, session: &str) -> Vec<String> {
-    let (status, body) =
-        send(client().get(format!("{origin}/api/sessions/{session}/questions"))).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["pending"]
-        .as_array()
-        .expect("a pending list")
-        .iter()
-        .map(|q| q["id"].as_str().expect("an id").to_owned())
-        .collect()
+    pending_ids_as(origin, session, TOKEN).await
 }
 
 async fn answer(origin: &str, session: &str, id: &str, answer: &Value) -> (StatusCode, Value) {
@@ -531,11 +531,9 @@ fn credential_in(printed: &str, prefix: &str) -> String {
 
 /// `builder` sent with `credential` (a person's or an agent's) as the Bearer.
 async fn send_as(credential: &str, builder: reqwest::RequestBuilder) -> (StatusCode, Value) {
-    let response = within("a response", builder.bearer_auth(credential).send())
+    send_maybe_as(credential, builder)
         .await
-        .expect("the request reaches a host");
-    let status = response.status();
-    (status, response.json().await.unwrap_or(Value::Null))
+        .expect("the request reaches a host")
 }
 
 /// Waits until `origin` knows `credential` (added through another host: its
