@@ -22,6 +22,11 @@ use std::time::Duration;
 #[derive(Debug, Parser)]
 #[command(name = "ask-user", version, about)]
 pub struct Cli {
+    /// `ask-user --data-dir DIR serve`: the flag before the subcommand as well
+    /// as after it. Clap hands a global flag's value down to the subcommand's
+    /// own `--data-dir`, which is the one read.
+    #[command(flatten)]
+    pub data_dir: DataDirArg,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -465,6 +470,30 @@ mod tests {
         let config = serve.config(7411).expect("a valid configuration");
         let _ = std::fs::remove_dir_all(&data_dir);
         config
+    }
+
+    #[test]
+    fn data_dir_may_come_before_the_subcommand() {
+        for args in [
+            vec!["ask-user", "--data-dir", "/tmp/x", "serve"],
+            vec!["ask-user", "--data-dir", "/tmp/x", "people", "list"],
+            vec!["ask-user", "--data-dir", "/tmp/x", "history"],
+            vec!["ask-user", "--data-dir", "/tmp/x", "mcp"],
+            vec!["ask-user", "--data-dir", "/tmp/x", "devices"],
+            vec!["ask-user", "--data-dir", "/tmp/x", "ask", "request.json"],
+        ] {
+            let cli = Cli::try_parse_from(&args).expect("the arguments parse");
+            let data_dir = match cli.command {
+                Command::Serve(serve) => serve.data_dir,
+                Command::People(people) => people.host.data_dir,
+                Command::History(history) => history.data_dir,
+                Command::Mcp(mcp) => mcp.data_dir,
+                Command::Devices(devices) => devices.host.data_dir,
+                Command::Ask(ask) => ask.data_dir,
+                other => panic!("parsed as {other:?}"),
+            };
+            assert_eq!(data_dir.data_dir, Some(PathBuf::from("/tmp/x")), "{args:?}");
+        }
     }
 
     #[test]
