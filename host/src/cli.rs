@@ -173,8 +173,10 @@ pub struct ServeArgs {
     /// file, shared by every host given the same database (hosts behind a load
     /// balancer): `postgres://USER@HOST:PORT/DB`. Give it in ASK_USER_STORE
     /// and the password in PGPASSWORD: a password in a URL on the command
-    /// line is readable by every local user (ps), so the flag warns. The
-    /// data directory still holds the token file and push keys.
+    /// line is readable by every local user (ps), so the flag warns. Another
+    /// machine is reached with TLS only (`sslmode=disable` to accept
+    /// plaintext), verified against the system's roots or `sslrootcert=FILE`.
+    /// The data directory still holds the token file and push keys.
     #[arg(
         long,
         value_name = "URL",
@@ -319,8 +321,8 @@ async fn open_shared(
     url: &str,
     limits: StoreLimits,
 ) -> Result<std::sync::Arc<dyn crate::server::store::Store>, String> {
-    let config = crate::server::store::postgres::parse_url(url)?;
-    let store = crate::server::store::postgres::PostgresStore::connect(config, limits).await?;
+    let database = crate::server::store::postgres::parse_url(url)?;
+    let store = crate::server::store::postgres::PostgresStore::connect(database, limits).await?;
     Ok(std::sync::Arc::new(store))
 }
 

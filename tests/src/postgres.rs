@@ -18,6 +18,8 @@ pub struct PostgresServer {
     port: u16,
     password: String,
     as_postgres: bool,
+    /// Serves TLS with `server.crt` and `server.key` in its directory.
+    tls: bool,
 }
 
 /// Where Debian's PostgreSQL binaries are (`/usr/lib/postgresql/<ver>/bin`),
@@ -56,6 +58,16 @@ fn is_root() -> bool {
 impl PostgresServer {
     /// Creates and starts a cluster; fails saying what is missing or broke.
     pub fn start() -> Result<Self, String> {
+        Self::start_with(None)
+    }
+
+    /// [`start`](Self::start), the server also speaking TLS with this
+    /// certificate (PEM) and its key (`ssl = on`).
+    pub fn start_with_tls(cert_pem: &str, key_pem: &str) -> Result<Self, String> {
+        Self::start_with(Some((cert_pem, key_pem)))
+    }
+
+    fn start_with(tls: Option<(&str, &str)>) -> Result<Self, String> {
         let bin = binaries()?;
         let as_postgres = is_root();
         let dir = std::env::temp_dir().join(format!(
@@ -67,6 +79,15 @@ impl PostgresServer {
         let password = format!("{:032x}", rand_suffix() as u128 * 0x1_0000_0001);
         let pwfile = dir.join("pw");
         std::fs::write(&pwfile, &password).map_err(|e| e.to_string())?;
+        if let Some((cert_pem, key_pem)) = tls {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(dir.join("server.crt"), cert_pem).map_err(|e| e.to_string())?;
+            let key = dir.join("server.key");
+            std::fs::write(&key, key_pem).map_err(|e| e.to_string())?;
+            // PostgreSQL refuses a key others may read.
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| e.to_string())?;
+        }
         if as_postgres {
             let chown = Command::new("chown")
                 .args(["-R", "postgres"])
@@ -86,6 +107,7 @@ impl PostgresServer {
             port: crate::free_port(),
             password,
             as_postgres,
+            tls: tls.is_some(),
         };
         let data = server.dir.join("data");
         let init = server.run(
@@ -156,11 +178,17 @@ impl PostgresServer {
 
     /// Starts it (again) on its port.
     pub fn resume(&self) -> Result<(), String> {
-        let options = format!(
+        let mut options = format!(
             "-p {} -h 127.0.0.1 -k {} -c fsync=off -c max_connections=200",
             self.port,
             self.dir.display()
         );
+        if self.tls {
+            let dir = self.dir.display();
+            options.push_str(&format!(
+                " -c ssl=on -c ssl_cert_file={dir}/server.crt -c ssl_key_file={dir}/server.key"
+            ));
+        }
         self.pg_ctl(&["-o", &options, "start"])
     }
 
@@ -172,6 +200,11 @@ impl PostgresServer {
     /// The URL a host is given (`ASK_USER_STORE`), without the password.
     pub fn url(&self) -> String {
         format!("postgres://{USER}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// The password (`PGPASSWORD`).

@@ -1194,3 +1194,79 @@ async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_an
     assert_eq!(claims, "3");
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// A host started on `url` (with the database's password), or why it would not start.
+fn start_host_on(pg: &PostgresServer, url: &str) -> Result<HostProcess, String> {
+    let env: Vec<(&str, &OsStr)> = vec![
+        ("ASK_USER_STORE", OsStr::new(url)),
+        ("PGPASSWORD", OsStr::new(pg.password())),
+        ("ASK_USER_TOKEN", OsStr::new(TOKEN)),
+    ];
+    HostProcess::start_with_env_only(&[], &env).map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_refuses_one_it_cannot_verify()
+ {
+    use ask_user_tests::postgres::USER;
+    use ask_user_tests::tls_front::TestCert;
+    // The server's certificate names `localhost`, signed by a CA of the test's own.
+    let cert = TestCert::new();
+    let pg = PostgresServer::start_with_tls(&cert.cert_pem, &cert.key_pem)
+        .unwrap_or_else(|why| panic!("{why}"));
+    let ca = pg.dir().join("ca.pem");
+    std::fs::write(&ca, cert.ca_pem()).expect("the CA file");
+    let url = |ca: &std::path::Path, port: u16| {
+        format!(
+            "postgres://{USER}@localhost:{port}/postgres?sslmode=verify-full&sslrootcert={}",
+            ca.display()
+        )
+    };
+
+    let host = start_host_on(&pg, &url(&ca, pg.port())).unwrap_or_else(|why| panic!("{why}"));
+    let asked = ask(host.origin(), "tls", &request("Over TLS?"));
+    let id = the_one_pending(host.origin(), "tls").await;
+    let answered = answer(host.origin(), "tls", &id, &choice("Postgres")).await;
+    assert_eq!(answered.0, StatusCode::OK, "{answered:?}");
+    let (status, batch) = within("the agent's answer", asked)
+        .await
+        .expect("the ask ran");
+    assert_eq!((status, batch), (StatusCode::OK, choice("Postgres")));
+    // Every connection of the host (writer, follower, reader) is TLS.
+    let connections = pg
+        .psql(
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*) FILTER (WHERE NOT s.ssl) \
+             FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+             WHERE a.application_name = 'ask-user'",
+        )
+        .unwrap_or_else(|why| panic!("{why}"));
+    let (tls, plain) = connections.split_once('|').expect("two counts");
+    assert!(
+        tls.parse::<u32>().unwrap() >= 2,
+        "TLS connections: {connections}"
+    );
+    assert_eq!(plain, "0", "plaintext connections: {connections}");
+    drop(host);
+
+    // A CA that did not sign the server's certificate: the host does not start.
+    let stranger = pg.dir().join("stranger.pem");
+    std::fs::write(&stranger, TestCert::new().ca_pem()).expect("another CA file");
+    let refused = start_host_on(&pg, &url(&stranger, pg.port()))
+        .err()
+        .expect("a host started trusting a certificate no CA it knows signed");
+    assert!(
+        refused.contains("(TLS): error performing TLS handshake: invalid peer certificate"),
+        "the refusal says the certificate failed, on a TLS connection: {refused}"
+    );
+    assert!(!refused.contains(pg.password()), "{refused}");
+
+    // A PostgreSQL without TLS, told to require it: refused, not plaintext.
+    let plain_pg = postgres();
+    let refused = start_host_on(&plain_pg, &url(&ca, plain_pg.port()))
+        .err()
+        .expect("a host fell back to plaintext");
+    assert!(
+        refused.contains("server does not support TLS"),
+        "the refusal says TLS was missing: {refused}"
+    );
+}

@@ -15,6 +15,8 @@
 //! not kept"). One writer applies them in batches, one transaction each.
 
 #[cfg(feature = "postgres")]
+pub mod database;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 mod rates;
 pub mod sqlite;

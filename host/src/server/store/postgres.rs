@@ -46,7 +46,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification, Row, Statement};
+use tokio_postgres::{
+    AsyncMessage, Client, Connection, NoTls, Notification, Row, Socket, Statement,
+};
 
 /// The schema this build writes; a database of a newer one is refused.
 pub const SCHEMA_VERSION: i32 = 3;
@@ -287,7 +289,7 @@ enum Job {
 
 /// What the writer, the follower and the history reads share.
 struct Inner {
-    config: Config,
+    database: Database,
     /// `host:port/dbname` (never the password), for messages.
     described: String,
     health: Health,
@@ -332,74 +334,7 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// `host:port/dbname` of `config`: what a message may name (never a password).
-fn describe(config: &Config) -> String {
-    let host = match config.get_hosts().first() {
-        Some(tokio_postgres::config::Host::Tcp(name)) => name.clone(),
-        #[cfg(unix)]
-        Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
-        None => "localhost".to_owned(),
-    };
-    let port = config.get_ports().first().copied().unwrap_or(5432);
-    let db = config
-        .get_dbname()
-        .or(config.get_user())
-        .unwrap_or("postgres");
-    format!("postgresql {host}:{port}/{db}")
-}
-
-/// Parses `--store` / `ASK_USER_STORE`: a PostgreSQL URL or key=value string.
-/// The error never repeats the text (it may hold a password).
-pub fn parse_url(url: &str) -> Result<Config, String> {
-    let mut config: Config = url.parse().map_err(|_| {
-        "--store / ASK_USER_STORE: not a PostgreSQL connection string \
-         (postgres://USER@HOST:PORT/DB, the password in PGPASSWORD)"
-            .to_owned()
-    })?;
-    // This build speaks to PostgreSQL without TLS: a password and every
-    // answer would cross the network in the clear, so only loopback and
-    // Unix sockets are reached unless the URL says `sslmode=disable` (a
-    // private network, or a TLS tunnel ending on this machine).
-    let remote = config.get_hosts().iter().any(|host| match host {
-        tokio_postgres::config::Host::Tcp(name) => !is_loopback(name),
-        #[cfg(unix)]
-        tokio_postgres::config::Host::Unix(_) => false,
-    });
-    if remote && config.get_ssl_mode() != tokio_postgres::config::SslMode::Disable {
-        return Err(
-            "--store / ASK_USER_STORE: a PostgreSQL that is not on loopback or a Unix socket; \
-             this build has no TLS to PostgreSQL, so the password and every answer would \
-             cross the network in the clear. Reach it through a TLS tunnel ending on this \
-             machine (stunnel, an SSH tunnel, a pgbouncer beside the host), or add \
-             `sslmode=disable` to the URL to accept a plaintext private network"
-                .to_owned(),
-        );
-    }
-    if config.get_password().is_none()
-        && let Ok(password) = std::env::var("PGPASSWORD")
-    {
-        config.password(password);
-    }
-    config.application_name("ask-user");
-    config.connect_timeout(Duration::from_secs(10));
-    Ok(config)
-}
-
-fn is_loopback(name: &str) -> bool {
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Whether `url` carries a password (on a command line, a secret every local
-/// user can read).
-pub fn has_password(url: &str) -> bool {
-    url.parse::<Config>()
-        .is_ok_and(|config| config.get_password().is_some())
-}
+pub use super::database::{Database, has_password, parse_url};
 
 /// A connection with its notifications.
 struct Listener {
@@ -409,8 +344,18 @@ struct Listener {
 
 /// Connects, driving the connection on its own task; its notifications go to
 /// the returned receiver, which ends when the connection does.
-async fn connect(config: &Config) -> Result<Listener, tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+async fn connect(database: &Database) -> Result<Listener, tokio_postgres::Error> {
+    Ok(match &database.tls {
+        Some(tls) => drive(database.config.connect(tls.clone()).await?),
+        None => drive(database.config.connect(NoTls).await?),
+    })
+}
+
+/// Drives a new connection on its own task (see [`connect`]).
+fn drive<T>((client, mut connection): (Client, Connection<Socket, T>)) -> Listener
+where
+    T: tokio_postgres::tls::TlsStream + Unpin + Send + 'static,
+{
     let (tx, notifications) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
@@ -427,25 +372,39 @@ async fn connect(config: &Config) -> Result<Listener, tokio_postgres::Error> {
             }
         }
     });
-    Ok(Listener {
+    Listener {
         client,
         notifications,
-    })
+    }
 }
 
-fn unavailable(inner: &Inner, error: impl std::fmt::Display) -> String {
-    format!("{}: {error}", inner.described)
+fn unavailable(inner: &Inner, error: impl std::error::Error) -> String {
+    format!("{}: {}", inner.described, explained(&error))
+}
+
+/// An error and its causes, `: `-separated: tokio-postgres's own text is its
+/// kind alone ("db error", "error performing TLS handshake"), what went
+/// wrong is in its source.
+fn explained(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(error) = cause {
+        text.push_str(": ");
+        text.push_str(&error.to_string());
+        cause = error.source();
+    }
+    text
 }
 
 impl PostgresStore {
     /// Connects to the database of `config` ([`parse_url`]), applies the
     /// schema's migrations (refusing a newer schema, naming both versions),
     /// takes this host's lock and reads what the transcripts and devices need.
-    pub async fn connect(config: Config, limits: StoreLimits) -> Result<Self, String> {
-        let described = describe(&config);
+    pub async fn connect(database: Database, limits: StoreLimits) -> Result<Self, String> {
+        let described = database.describe();
         let named = described.clone();
-        let fail = move |e: &dyn std::fmt::Display| format!("{named}: {e}");
-        let writer = connect(&config).await.map_err(|e| fail(&e))?;
+        let fail = move |e: &dyn std::error::Error| format!("{named}: {}", explained(e));
+        let writer = connect(&database).await.map_err(|e| fail(&e))?;
         migrate(&writer.client)
             .await
             .map_err(|e| format!("{described}: {e}"))?;
@@ -453,7 +412,7 @@ impl PostgresStore {
         let (ready, _) = watch::channel(false);
         let (recheck, rechecks) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
-            config,
+            database,
             described,
             health: Health::default(),
             host: AtomicI32::new(0),
@@ -528,7 +487,7 @@ async fn measure_size(inner: Arc<Inner>) {
     loop {
         tokio::time::sleep(SIZE_INTERVAL).await;
         if client.as_ref().is_none_or(Client::is_closed) {
-            client = connect(&inner.config).await.ok().map(|l| l.client);
+            client = connect(&inner.database).await.ok().map(|l| l.client);
         }
         if let Some(connected) = &client
             && let Ok(size) = schema_size(connected).await
@@ -642,7 +601,7 @@ async fn migrate(client: &Client) -> Result<(), String> {
 /// Connects the follower: takes this host's advisory lock (the key it had,
 /// else a new one) and listens.
 async fn listen(inner: &Inner) -> Result<Listener, tokio_postgres::Error> {
-    let listener = connect(&inner.config).await?;
+    let listener = connect(&inner.database).await?;
     let mut key = inner.host.load(Ordering::Acquire);
     loop {
         if key <= 0 {
@@ -698,7 +657,7 @@ async fn write_loop(
         }
         if client.as_ref().is_none_or(Client::is_closed) {
             statements.clear();
-            client = match connect(&inner.config).await {
+            client = match connect(&inner.database).await {
                 Ok(listener) => {
                     if let Ok(pid) = backend_pid(&listener.client).await {
                         inner.writer_pid.store(pid, Ordering::Release);
@@ -1928,7 +1887,7 @@ impl Inner {
         let mut reader = self.reader.lock().await;
         if reader.as_ref().is_none_or(Client::is_closed) {
             *reader = Some(
-                connect(&self.config)
+                connect(&self.database)
                     .await
                     .map_err(|e| unavailable(self, e))?
                     .client,
@@ -2020,10 +1979,10 @@ pub struct HistoryReader {
 impl HistoryReader {
     /// Connects to the database of `config` ([`parse_url`]); refuses one
     /// without the shared store's schema, or of a newer schema.
-    pub async fn connect(config: Config) -> Result<Self, String> {
-        let described = describe(&config);
-        let fail = |e: tokio_postgres::Error| format!("{described}: {e}");
-        let client = connect(&config).await.map_err(fail)?.client;
+    pub async fn connect(database: Database) -> Result<Self, String> {
+        let described = database.describe();
+        let fail = |e: tokio_postgres::Error| format!("{described}: {}", explained(&e));
+        let client = connect(&database).await.map_err(fail)?.client;
         let version: Option<i32> = client
             .query_one(
                 "SELECT CASE WHEN to_regclass('ask_user.schema_version') IS NULL THEN NULL \
@@ -2220,30 +2179,5 @@ mod tests {
             plan(&Write::DeviceRevoked { id: id(), at_ms: 1 }, 7),
             Planned::Several
         ));
-    }
-
-    #[test]
-    fn a_store_url_is_refused_without_repeating_it_and_a_remote_one_needs_tls_said_off() {
-        let bad = parse_url("postgres://me:hunter2@[::1:5432/x").unwrap_err();
-        assert!(!bad.contains("hunter2"), "{bad}");
-        let remote = parse_url("postgres://me@db.example:5432/x").unwrap_err();
-        assert!(remote.contains("no TLS to PostgreSQL"), "{remote}");
-        assert!(parse_url("postgres://me@db.example:5432/x?sslmode=disable").is_ok());
-        for local in [
-            "postgres://me@127.0.0.1:5432/x",
-            "postgres://me@localhost/x",
-            "postgres://me@[::1]:5432/x",
-            "host=/run/postgresql user=me",
-        ] {
-            assert!(parse_url(local).is_ok(), "{local}");
-        }
-        assert!(has_password("postgres://me:hunter2@localhost/x"));
-        assert!(!has_password("postgres://me@localhost/x"));
-    }
-
-    #[test]
-    fn the_database_names_its_host_port_and_database_never_its_password() {
-        let config = parse_url("postgres://me:hunter2@127.0.0.1:6543/team").unwrap();
-        assert_eq!(describe(&config), "postgresql 127.0.0.1:6543/team");
     }
 }
