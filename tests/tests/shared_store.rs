@@ -1270,3 +1270,83 @@ async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_re
         "the refusal says TLS was missing: {refused}"
     );
 }
+
+/// `kill -SIGNAL pid`.
+fn signal(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// The ids of the messages in `session`'s transcript on `origin`.
+async fn transcript_message_ids(origin: &str, session: &str) -> Vec<String> {
+    let (status, transcript) = send(
+        client()
+            .get(format!("{origin}/api/sessions/{session}/transcript"))
+            .bearer_auth(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{transcript}");
+    transcript["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["kind"] == "message")
+        .map(|entry| entry["id"].as_str().expect("an id").to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_once_it_reconnects()
+{
+    let pg = postgres();
+    let a = start_host(&pg);
+    let b_url = format!("{}?application_name=ask-user-b", pg.url());
+    let mut b = start_host_on(&pg, &b_url).unwrap_or_else(|why| panic!("{why}"));
+    let mut page_b = events(b.origin(), "team").await;
+    // B says something first: after its reconnect its own message is not shown twice.
+    let post = |origin: &str, text: &str| {
+        client()
+            .post(format!("{origin}/api/sessions/team/messages"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "text": text }))
+    };
+    let (status, own) = send(post(b.origin(), "From B")).await;
+    assert_eq!(status, StatusCode::OK, "{own}");
+    // B is frozen, its connections to the database cut; A writes a message
+    // no notification can bring B; B wakes and reconnects.
+    signal("-STOP", b.pid());
+    let cut = pg
+        .psql(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+             WHERE application_name = 'ask-user-b'",
+        )
+        .unwrap_or_else(|why| panic!("{why}"));
+    assert!(
+        cut.parse::<u32>().unwrap() >= 2,
+        "B's connections cut: {cut}"
+    );
+    let (status, missed) = send(post(a.origin(), "Written while B was away")).await;
+    assert_eq!(status, StatusCode::OK, "{missed}");
+    let missed_id = missed["id"].as_str().expect("the message's id").to_owned();
+    signal("-CONT", b.pid());
+
+    // B's page is told, and B's transcript holds each message once.
+    within("B's page to show the missed message", async {
+        loop {
+            let frame = page_b.next().await;
+            if frame.event == "message/created" && frame.json()["id"] == json!(missed_id) {
+                break;
+            }
+        }
+    })
+    .await;
+    let own_id = own["id"].as_str().expect("the message's id");
+    for host in [&a, &b] {
+        let ids = transcript_message_ids(host.origin(), "team").await;
+        assert_eq!(ids, [own_id, missed_id.as_str()], "on {}", host.origin());
+    }
+    assert!(b.is_running());
+}

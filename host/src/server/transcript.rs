@@ -109,6 +109,15 @@ impl SessionLogs {
         }
     }
 
+    /// Whether `session`'s log holds the message `id`.
+    pub fn holds_message(&self, session: &str, id: &str) -> bool {
+        self.logs.get(session).is_some_and(|log| {
+            log.entries
+                .iter()
+                .any(|(entry, _)| matches!(entry, TranscriptEntry::Message(m) if m.id == id))
+        })
+    }
+
     /// `session`'s transcript, oldest first (empty for an unknown session).
     pub fn transcript(&self, session: &str) -> Transcript {
         Transcript {

@@ -613,6 +613,14 @@ impl Table {
                             .is_some(),
                 )
             }
+            // A message the log holds already is not shown twice: a shared
+            // record replays what it wrote while its follower was away, this
+            // host's own messages among them.
+            Input::Message { session, message }
+                if self.logs.holds_message(&session, &message.id) =>
+            {
+                Reply::Done
+            }
             Input::Message { session, message } => {
                 step.broadcast(&session, SessionEvent::MessageCreated(message.clone()));
                 self.logs.push(&session, TranscriptEntry::Message(message));

@@ -324,3 +324,27 @@ fn question_ids_made_later_sort_later_and_keep_80_random_bits() {
     let distinct: std::collections::HashSet<&str> = same_ms.iter().map(|id| &id[14..]).collect();
     assert_eq!(distinct.len(), same_ms.len());
 }
+
+#[test]
+fn a_message_the_transcript_holds_already_is_neither_kept_nor_streamed_twice() {
+    let pending = PendingTable::new();
+    let mut page = pending.subscribe("s").events;
+    let message = pending.post_message("s", Role::User, "Ship it".to_owned());
+    // A shared record replays it after a reconnect.
+    pending.post_message_as("s", message.clone());
+    let entries = pending.transcript("s").entries;
+    assert_eq!(
+        entries,
+        [ask_user_core::wire::TranscriptEntry::Message(
+            message.clone()
+        )]
+    );
+    assert!(page.try_recv().is_ok(), "streamed once");
+    assert!(
+        matches!(page.try_recv(), Err(TryRecvError::Empty)),
+        "not streamed again"
+    );
+    // Another session's log is its own.
+    pending.post_message_as("t", message.clone());
+    assert_eq!(pending.transcript("t").entries.len(), 1);
+}

@@ -88,7 +88,11 @@ pub fn parse_url(url: &str) -> Result<Database, String> {
     {
         config.password(password);
     }
-    config.application_name("ask-user");
+    // Hosts sharing a database may name themselves (`application_name=…`
+    // in the URL) to tell their connections apart in `pg_stat_activity`.
+    if config.get_application_name().is_none() {
+        config.application_name("ask-user");
+    }
     config.connect_timeout(Duration::from_secs(10));
     Ok(Database { config, tls })
 }

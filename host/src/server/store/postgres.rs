@@ -41,7 +41,7 @@ use ask_user_core::wire::{
 use base64::Engine;
 use futures_util::StreamExt;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -317,6 +317,10 @@ struct Inner {
     full_logged: Mutex<Option<std::time::Instant>>,
     /// `--max-session-write-bytes`, counted by this host alone.
     rates: Mutex<SessionRates>,
+    /// The last message (its `seq`) this host's transcripts are known to
+    /// hold: what the follower replays after is what it may have missed
+    /// (see [`replay_messages`]).
+    messages_read: AtomicI64,
 }
 
 /// The record in a PostgreSQL database shared by several hosts.
@@ -408,6 +412,15 @@ impl PostgresStore {
         migrate(&writer.client)
             .await
             .map_err(|e| format!("{described}: {e}"))?;
+        // Read before the transcripts are: a message written in between is
+        // both read and replayed, and shown once (the table skips a message
+        // it holds).
+        let messages_read: i64 = writer
+            .client
+            .query_one("SELECT coalesce(max(seq), 0) FROM ask_user.messages", &[])
+            .await
+            .map_err(|e| fail(&e))?
+            .get(0);
         let restored = load(&writer.client).await.map_err(|e| fail(&e))?;
         let (ready, _) = watch::channel(false);
         let (recheck, rechecks) = mpsc::unbounded_channel();
@@ -427,6 +440,7 @@ impl PostgresStore {
             max_bytes: limits.max_bytes,
             rates: Mutex::new(SessionRates::new(limits.session_bytes_per_minute)),
             size: AtomicU64::new(0),
+            messages_read: AtomicI64::new(messages_read),
             full_logged: Mutex::new(None),
         });
         let listener = listen(&inner).await.map_err(|e| fail(&e))?;
@@ -1330,6 +1344,7 @@ async fn follow(
         let mut conn = Prepared::new(&listener.client);
         let reconciled = async {
             reconcile(&inner, &mut conn, &pending).await?;
+            replay_messages(&inner, &mut conn, &pending).await?;
             follow_devices(conn.client, &devices).await?;
             follow_people(conn.client, &people, &devices).await?;
             follow_subscriptions(conn.client, &push).await
@@ -1404,7 +1419,18 @@ async fn apply_notifications(
     let mut people_changed = false;
     let mut subscriptions_changed = false;
     for notification in batch {
-        if notification.process_id() == own || notification.channel() != CHANNEL {
+        if notification.channel() != CHANNEL {
+            continue;
+        }
+        if notification.process_id() == own {
+            // This host's own message: its transcript has it; no replay needs it.
+            if let Some(seq) = notification
+                .payload()
+                .strip_prefix('m')
+                .and_then(|s| s.parse().ok())
+            {
+                inner.messages_read.fetch_max(seq, Ordering::AcqRel);
+            }
             continue;
         }
         let payload = notification.payload();
@@ -1436,33 +1462,82 @@ async fn apply_notifications(
     }
     if !messages.is_empty() {
         let statement = conn
-            .get(
-                "SELECT session, id, role, text, at_ms, written_by FROM ask_user.messages \
-                 WHERE seq = ANY($1) ORDER BY seq",
-            )
+            .get(concat!(
+                "SELECT ",
+                message_columns!(),
+                " FROM ask_user.messages WHERE seq = ANY($1) ORDER BY seq"
+            ))
             .await?;
         let rows = conn.client.query(&statement, &[&messages]).await?;
-        for row in rows {
-            let session: String = row.get(0);
-            let role = match row.get::<_, &str>(2) {
-                "user" => Role::User,
-                _ => Role::Agent,
-            };
-            let message = MessageCreated {
-                id: row.get(1),
-                role,
-                text: row.get(3),
-                at_ms: row.get::<_, i64>(4).max(0) as u64,
-                by: row
-                    .get::<_, Option<String>>(5)
-                    .and_then(|by| serde_json::from_str(&by).ok()),
-            };
-            if ask_user_core::SessionId::is_valid(&session) {
-                pending.post_message_as(&session, message);
-            }
-        }
+        post_messages(inner, pending, &rows);
     }
     Ok(())
+}
+
+/// The columns [`post_messages`] reads.
+macro_rules! message_columns {
+    () => {
+        "seq, session, id, role, text, at_ms, written_by"
+    };
+}
+use message_columns;
+
+/// Gives `pending` the messages of `rows` ([`message_columns`]) and notes
+/// the last as read.
+fn post_messages(inner: &Inner, pending: &Arc<dyn FollowingTable>, rows: &[Row]) {
+    for row in rows {
+        inner
+            .messages_read
+            .fetch_max(row.get::<_, i64>(0), Ordering::AcqRel);
+        let session: String = row.get(1);
+        let role = match row.get::<_, &str>(3) {
+            "user" => Role::User,
+            _ => Role::Agent,
+        };
+        let message = MessageCreated {
+            id: row.get(2),
+            role,
+            text: row.get(4),
+            at_ms: row.get::<_, i64>(5).max(0) as u64,
+            by: row
+                .get::<_, Option<String>>(6)
+                .and_then(|by| serde_json::from_str(&by).ok()),
+        };
+        if ask_user_core::SessionId::is_valid(&session) {
+            pending.post_message_as(&session, message);
+        }
+    }
+}
+
+/// The most messages read at once when replaying.
+const REPLAY_PAGE: i64 = 500;
+
+/// After a (re)connect: the messages written since the last this host read,
+/// which no notification brought while its follower was away (a message
+/// this host wrote itself is among them; the table shows it once).
+async fn replay_messages(
+    inner: &Inner,
+    conn: &mut Prepared<'_>,
+    pending: &Arc<dyn FollowingTable>,
+) -> Result<(), tokio_postgres::Error> {
+    let statement = conn
+        .get(concat!(
+            "SELECT ",
+            message_columns!(),
+            " FROM ask_user.messages WHERE seq > $1 ORDER BY seq LIMIT $2"
+        ))
+        .await?;
+    loop {
+        let after = inner.messages_read.load(Ordering::Acquire);
+        let rows = conn
+            .client
+            .query(&statement, &[&after, &REPLAY_PAGE])
+            .await?;
+        post_messages(inner, pending, &rows);
+        if (rows.len() as i64) < REPLAY_PAGE {
+            return Ok(());
+        }
+    }
 }
 
 /// Reads the rows of `ids` into `pending`; an id with no row is gone.
