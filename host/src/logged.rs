@@ -10,6 +10,21 @@
 
 use std::fmt::{self, Display, Write};
 
+/// An error and its sources, `: `-separated: many errors' own text is their
+/// kind alone (tokio-postgres's "db error", hyper's "client error
+/// (Connect)"), what went wrong is in their source. Push errors keep no URL
+/// in it (it may hold a push service's per-device path).
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// The most characters of one value that reach the log.
 pub const MAX_LOGGED_CHARS: usize = 200;
 

@@ -17,6 +17,7 @@ pub mod presence;
 pub mod service;
 pub mod vapid;
 
+use crate::logged::error_chain;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
@@ -429,19 +430,6 @@ impl Sender<'_> {
         headers.insert("urgency", http::HeaderValue::from_static(urgency.header()));
         Ok(request)
     }
-}
-
-/// An error and its sources, without the URL (it may hold a push service's
-/// per-device path).
-pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -117,7 +117,7 @@ impl NtfyTarget {
             .map_err(|e| e.to_string())?;
         match tokio::time::timeout(Duration::from_secs(30), client.request(request)).await {
             Ok(Ok(response)) => Ok(response.status().as_u16()),
-            Ok(Err(error)) => Err(super::error_chain(&error)),
+            Ok(Err(error)) => Err(crate::logged::error_chain(&error)),
             Err(_) => Err("no answer within 30 s".to_owned()),
         }
     }

@@ -32,6 +32,7 @@ use super::{
     PersonRecord, RecordState, Restored, SharedRecord, Store, StoreError, StoreLimits, Taken,
     Ticket, Write,
 };
+use crate::logged::error_chain;
 use crate::server::transcript::{MAX_LOGGED_SESSIONS, MAX_TRANSCRIPT_BYTES};
 use ask_user_core::AnswerBatch;
 use ask_user_core::limits::MAX_TRANSCRIPT_ENTRIES;
@@ -383,21 +384,7 @@ where
 }
 
 fn unavailable(inner: &Inner, error: impl std::error::Error) -> String {
-    format!("{}: {}", inner.described, explained(&error))
-}
-
-/// An error and its causes, `: `-separated: tokio-postgres's own text is its
-/// kind alone ("db error", "error performing TLS handshake"), what went
-/// wrong is in its source.
-fn explained(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(error) = cause {
-        text.push_str(": ");
-        text.push_str(&error.to_string());
-        cause = error.source();
-    }
-    text
+    format!("{}: {}", inner.described, error_chain(&error))
 }
 
 impl PostgresStore {
@@ -407,7 +394,7 @@ impl PostgresStore {
     pub async fn connect(database: Database, limits: StoreLimits) -> Result<Self, String> {
         let described = database.describe();
         let named = described.clone();
-        let fail = move |e: &dyn std::error::Error| format!("{named}: {}", explained(e));
+        let fail = move |e: &dyn std::error::Error| format!("{named}: {}", error_chain(e));
         let writer = connect(&database).await.map_err(|e| fail(&e))?;
         migrate(&writer.client)
             .await
@@ -2056,7 +2043,7 @@ impl HistoryReader {
     /// without the shared store's schema, or of a newer schema.
     pub async fn connect(database: Database) -> Result<Self, String> {
         let described = database.describe();
-        let fail = |e: tokio_postgres::Error| format!("{described}: {}", explained(&e));
+        let fail = |e: tokio_postgres::Error| format!("{described}: {}", error_chain(&e));
         let client = connect(&database).await.map_err(fail)?.client;
         let version: Option<i32> = client
             .query_one(
