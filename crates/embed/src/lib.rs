@@ -36,7 +36,6 @@ use ask_user_core::wire::{MessageCreated, Role};
 use leptos::either::Either;
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
-use serde::Deserialize;
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -72,10 +71,9 @@ pub struct EmbedOptions {
     pub styles: bool,
 }
 
-/// `mount`'s options as JavaScript gave them, read with serde-wasm-bindgen
-/// (`None` = absent, `undefined` or `null`; unknown keys are ignored).
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// `mount`'s options as JavaScript gave them (`None` = absent, `undefined`
+/// or `null`; unknown keys are ignored).
+#[derive(Debug, Clone, Default)]
 pub struct RawOptions {
     /// `baseUrl`.
     pub base_url: Option<String>,
@@ -90,17 +88,18 @@ pub struct RawOptions {
     /// `styles`.
     pub styles: Option<bool>,
     /// `onSlotChange(taken)`.
-    pub on_slot_change: Option<JsFunction>,
+    pub on_slot_change: Option<js_sys::Function>,
     /// `onMessage(message)`.
-    pub on_message: Option<JsFunction>,
+    pub on_message: Option<js_sys::Function>,
 }
 
-/// A JavaScript function option, passed through as is.
-#[derive(Debug, Clone, Deserialize)]
-pub struct JsFunction(#[serde(with = "serde_wasm_bindgen::preserve")] pub js_sys::Function);
-
 impl RawOptions {
-    /// Reads `mount`'s second argument; the error names the option that is wrong.
+    /// Reads `mount`'s second argument; the error names the option that is
+    /// wrong and what it takes (`options.session: a string, not a number`).
+    ///
+    /// Read property by property rather than through serde-wasm-bindgen,
+    /// whose messages (`invalid type: floating point `5`, …`) brought Rust's
+    /// float formatting and serde_path_to_error into the embed.
     pub fn from_js(options: JsValue) -> Result<Self, String> {
         if options.is_undefined() || options.is_null() {
             return Ok(Self::default());
@@ -108,9 +107,52 @@ impl RawOptions {
         if !options.is_object() {
             return Err("options must be an object".to_owned());
         }
-        serde_path_to_error::deserialize(serde_wasm_bindgen::Deserializer::from(options))
-            .map_err(|e| format!("options.{}: {}", e.path(), e.inner()))
+        let string = |name| option(&options, name, "a string", JsValue::as_string);
+        let function = |name| {
+            option(&options, name, "a function", |value| {
+                value.dyn_ref::<js_sys::Function>().cloned()
+            })
+        };
+        Ok(Self {
+            base_url: string("baseUrl")?,
+            session: string("session")?,
+            token: string("token")?,
+            view: string("view")?,
+            lang: string("lang")?,
+            styles: option(&options, "styles", "true or false", JsValue::as_bool)?,
+            on_slot_change: function("onSlotChange")?,
+            on_message: function("onMessage")?,
+        })
     }
+}
+
+/// `options[name]` as `read` takes it (`None` when absent, `undefined` or
+/// `null`), or an error saying it is not `takes`.
+fn option<T>(
+    options: &JsValue,
+    name: &str,
+    takes: &str,
+    read: impl FnOnce(&JsValue) -> Option<T>,
+) -> Result<Option<T>, String> {
+    let value = js_sys::Reflect::get(options, &JsValue::from_str(name))
+        .map_err(|_| format!("options.{name}: reading it threw"))?;
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    read(&value).map(Some).ok_or_else(|| {
+        let is = value.js_typeof().as_string().unwrap_or_default();
+        format!("options.{name}: {takes}, not {}", a_or_an(&is))
+    })
+}
+
+/// `typeof`'s word with its article: "a number", "an object".
+fn a_or_an(word: &str) -> String {
+    let article = if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {word}")
 }
 
 impl EmbedOptions {
@@ -265,8 +307,8 @@ pub fn mount(element: JsValue, options: JsValue) -> Result<EmbedHandle, JsError>
         .dyn_into::<web_sys::Element>()
         .map_err(|_| JsError::new("mount: the first argument must be a DOM element"))?;
     let mut raw = RawOptions::from_js(options).map_err(|e| JsError::new(&format!("mount: {e}")))?;
-    let on_slot_change = raw.on_slot_change.take().map(|f| f.0);
-    let on_message = raw.on_message.take().map(|f| f.0);
+    let on_slot_change = raw.on_slot_change.take();
+    let on_message = raw.on_message.take();
     let options = EmbedOptions::parse(raw).map_err(|e| JsError::new(&format!("mount: {e}")))?;
 
     let document = element
