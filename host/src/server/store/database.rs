@@ -142,38 +142,44 @@ struct LibpqTls {
 
 impl LibpqTls {
     fn take_from(url: &str) -> Self {
+        let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
         let mut root_cert = None;
+        let mut changed = false;
         let mut keep = |pair: &str| -> Option<String> {
             let Some((key, value)) = pair.split_once('=') else {
                 return Some(pair.to_owned());
             };
             match key.trim() {
                 "sslrootcert" => {
-                    let value = percent_decode(value.trim());
+                    changed = true;
+                    let value = value.trim();
+                    let value = if is_url {
+                        percent_decode(value)
+                    } else {
+                        value.to_owned()
+                    };
                     root_cert = (value != "system").then(|| PathBuf::from(value));
                     None
                 }
                 "sslmode" if matches!(value.trim(), "verify-ca" | "verify-full") => {
+                    changed = true;
                     Some(format!("{key}=require"))
                 }
                 _ => Some(pair.to_owned()),
             }
         };
-        let rest = if let Some((base, query)) = url
-            .split_once('?')
-            .filter(|_| url.starts_with("postgres://") || url.starts_with("postgresql://"))
-        {
-            let kept: Vec<String> = query.split('&').filter_map(keep).collect();
-            if kept.is_empty() {
-                base.to_owned()
-            } else {
-                format!("{base}?{}", kept.join("&"))
+        let rest = match url.split_once('?') {
+            Some((base, query)) if is_url => {
+                let kept: Vec<String> = query.split('&').filter_map(keep).collect();
+                if kept.is_empty() {
+                    base.to_owned()
+                } else {
+                    format!("{base}?{}", kept.join("&"))
+                }
             }
-        } else if url.contains("://") {
-            url.to_owned()
-        } else {
-            // key=value words; a quoted value with spaces is left as it is.
-            let kept: Vec<String> = url
+            _ if url.contains("://") => url.to_owned(),
+            // key=value words; a quoted value is left as it is.
+            _ => url
                 .split_whitespace()
                 .filter_map(|word| {
                     if word.contains('\'') {
@@ -182,10 +188,15 @@ impl LibpqTls {
                         keep(word)
                     }
                 })
-                .collect();
-            kept.join(" ")
+                .collect::<Vec<_>>()
+                .join(" "),
         };
-        Self { rest, root_cert }
+        Self {
+            // Rewritten only when there was something to take out: a quoted
+            // value's spaces stay as written.
+            rest: if changed { rest } else { url.to_owned() },
+            root_cert,
+        }
     }
 }
 
@@ -303,10 +314,12 @@ mod tests {
         assert_eq!(taken.rest, "postgres://me@db/x");
         assert_eq!(taken.root_cert, None);
         let taken = LibpqTls::take_from(
-            "host=db user=me sslmode=verify-ca sslrootcert=/etc/ca.pem dbname=x",
+            "host=db user=me sslmode=verify-ca sslrootcert=/etc/ca%20s.pem dbname=x",
         );
         assert_eq!(taken.rest, "host=db user=me sslmode=require dbname=x");
-        assert_eq!(taken.root_cert, Some(PathBuf::from("/etc/ca.pem")));
+        assert_eq!(taken.root_cert, Some(PathBuf::from("/etc/ca%20s.pem")));
+        let untouched = "host=db  password='a  b' sslmode=require";
+        assert_eq!(LibpqTls::take_from(untouched).rest, untouched);
     }
 
     #[test]
