@@ -212,14 +212,6 @@ impl PostgresServer {
         &self.password
     }
 
-    /// The environment a host sharing this database is started with.
-    pub fn host_env(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("ASK_USER_STORE", self.url()),
-            ("PGPASSWORD", self.password.clone()),
-        ]
-    }
-
     /// Runs `sql` with psql; its output, or why it failed.
     pub fn psql(&self, sql: &str) -> Result<String, String> {
         let psql = ["/usr/bin/psql", &self.bin.join("psql").to_string_lossy()]

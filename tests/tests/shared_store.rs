@@ -23,11 +23,30 @@ fn postgres() -> PostgresServer {
     PostgresServer::start().unwrap_or_else(|why| panic!("{why}"))
 }
 
+/// A host on the database `url` (with its password and the shared token),
+/// started with `args` and the environment `env` besides, or why it would not start.
+fn try_start_host_on(
+    pg: &PostgresServer,
+    url: &str,
+    args: &[&str],
+    env: &[(&str, &OsStr)],
+) -> Result<HostProcess, String> {
+    let mut all: Vec<(&str, &OsStr)> = vec![
+        ("ASK_USER_STORE", OsStr::new(url)),
+        ("PGPASSWORD", OsStr::new(pg.password())),
+        ("ASK_USER_TOKEN", OsStr::new(TOKEN)),
+    ];
+    all.extend_from_slice(env);
+    HostProcess::start_with_env_only(args, &all).map_err(|e| e.to_string())
+}
+
+/// A host on `pg`'s database started with `args`.
+fn start_host_with(pg: &PostgresServer, args: &[&str]) -> HostProcess {
+    try_start_host_on(pg, &pg.url(), args, &[]).unwrap_or_else(|why| panic!("{why}"))
+}
+
 fn start_host(pg: &PostgresServer) -> HostProcess {
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
-    HostProcess::start_with_env_only(&[], &env).unwrap_or_else(|e| panic!("{e}"))
+    start_host_with(pg, &[])
 }
 
 fn addr(host: &HostProcess) -> SocketAddr {
@@ -336,12 +355,9 @@ async fn a_database_of_a_newer_schema_is_refused_naming_both_versions() {
          INSERT INTO ask_user.schema_version VALUES (99)",
     )
     .unwrap_or_else(|why| panic!("{why}"));
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
-    let refused = match HostProcess::start_with_env_only(&[], &env) {
+    let refused = match try_start_host_on(&pg, &pg.url(), &[], &[]) {
         Ok(_) => panic!("a host started on a database of schema 99"),
-        Err(error) => error.to_string(),
+        Err(error) => error,
     };
     assert!(
         refused.contains("schema 99, this one knows 3"),
@@ -374,13 +390,7 @@ async fn frame_about(page: &mut EventStream, event: &str, id: &str) -> Value {
 async fn the_detach_grace_holds_across_hosts_a_re_ask_through_another_reattaches_and_the_end_reaches_every_page()
  {
     let pg = postgres();
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
-    let start = || {
-        HostProcess::start_with_env_only(&["--detach-grace", "4"], &env)
-            .unwrap_or_else(|e| panic!("{e}"))
-    };
+    let start = || start_host_with(&pg, &["--detach-grace", "4"]);
     let (a, b) = (start(), start());
     let mut page_a = events(a.origin(), "grace").await;
     let mut page_b = events(b.origin(), "grace").await;
@@ -450,12 +460,7 @@ async fn a_device_paired_through_one_host_works_on_another_and_a_revocation_reac
     let mut front = TlsFront::bind(&cert).await;
     let remote = format!("--remote={}", front.origin());
     let pg = postgres();
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
-    let start = || {
-        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
-    };
+    let start = || start_host_with(&pg, &[remote.as_str()]);
     let (a, b) = (start(), start());
 
     // The front forwards to a balancer that sends the phone to host A first.
@@ -697,12 +702,7 @@ async fn a_person_removed_on_one_host_is_refused_on_another_at_once_with_their_s
     let mut front = TlsFront::bind(&cert).await;
     let remote = format!("--remote={}", front.origin());
     let pg = postgres();
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
-    let start = || {
-        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
-    };
+    let start = || start_host_with(&pg, &[remote.as_str()]);
     let (a, b) = (start(), start());
     let ana = credential_in(&cli(&a, &["people", "add", "ana"]), "aup_");
 
@@ -937,12 +937,8 @@ async fn a_question_escalates_once_across_two_hosts_and_both_show_it_to_the_new_
 #[tokio::test]
 async fn past_max_store_bytes_new_asks_get_507_store_full_and_answers_still_land() {
     let pg = postgres();
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
     let bound = (16 * 1024 * 1024).to_string();
-    let host = HostProcess::start_with_env_only(&["--max-store-bytes", &bound], &env)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let host = start_host_with(&pg, &["--max-store-bytes", &bound]);
     let waiting = ask(host.origin(), "full", &request("Before it filled?"));
     let id = the_one_pending(host.origin(), "full").await;
 
@@ -1022,11 +1018,7 @@ async fn past_max_store_bytes_new_asks_get_507_store_full_and_answers_still_land
 #[tokio::test]
 async fn one_session_writing_past_its_allowance_through_a_host_gets_429_and_others_do_not() {
     let pg = postgres();
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
-    let host = HostProcess::start_with_env_only(&["--max-session-write-bytes", "65536"], &env)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let host = start_host_with(&pg, &["--max-session-write-bytes", "65536"]);
     let messages = |session: &str| format!("{}/api/sessions/{session}/messages", host.origin());
     // 8 KB messages: the ninth at the latest is past 64 KiB a minute.
     let mut statuses = Vec::new();
@@ -1093,13 +1085,11 @@ async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_an
     std::fs::write(&ca, cert.ca_pem()).unwrap();
     let remote = format!("--remote={}", front.origin());
     let pg = postgres();
-    let env = pg.host_env();
-    let mut env: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (*k, OsStr::new(v))).collect();
-    env.push(("ASK_USER_TOKEN", OsStr::new(TOKEN)));
     // The push service's certificate is the test's own.
-    env.push(("SSL_CERT_FILE", ca.as_os_str()));
+    let env = [("SSL_CERT_FILE", ca.as_os_str())];
     let start = || {
-        HostProcess::start_with_env_only(&[remote.as_str()], &env).unwrap_or_else(|e| panic!("{e}"))
+        try_start_host_on(&pg, &pg.url(), &[remote.as_str()], &env)
+            .unwrap_or_else(|why| panic!("{why}"))
     };
     let (mut a, b) = (start(), start());
 
@@ -1195,16 +1185,6 @@ async fn a_device_subscribed_through_one_host_is_pushed_each_question_once_by_an
     let _ = std::fs::remove_dir_all(&scratch);
 }
 
-/// A host started on `url` (with the database's password), or why it would not start.
-fn start_host_on(pg: &PostgresServer, url: &str) -> Result<HostProcess, String> {
-    let env: Vec<(&str, &OsStr)> = vec![
-        ("ASK_USER_STORE", OsStr::new(url)),
-        ("PGPASSWORD", OsStr::new(pg.password())),
-        ("ASK_USER_TOKEN", OsStr::new(TOKEN)),
-    ];
-    HostProcess::start_with_env_only(&[], &env).map_err(|e| e.to_string())
-}
-
 #[tokio::test]
 async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_refuses_one_it_cannot_verify()
  {
@@ -1223,7 +1203,8 @@ async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_re
         )
     };
 
-    let host = start_host_on(&pg, &url(&ca, pg.port())).unwrap_or_else(|why| panic!("{why}"));
+    let host = try_start_host_on(&pg, &url(&ca, pg.port()), &[], &[])
+        .unwrap_or_else(|why| panic!("{why}"));
     let asked = ask(host.origin(), "tls", &request("Over TLS?"));
     let id = the_one_pending(host.origin(), "tls").await;
     let answered = answer(host.origin(), "tls", &id, &choice("Postgres")).await;
@@ -1251,7 +1232,7 @@ async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_re
     // A CA that did not sign the server's certificate: the host does not start.
     let stranger = pg.dir().join("stranger.pem");
     std::fs::write(&stranger, TestCert::new().ca_pem()).expect("another CA file");
-    let refused = start_host_on(&pg, &url(&stranger, pg.port()))
+    let refused = try_start_host_on(&pg, &url(&stranger, pg.port()), &[], &[])
         .err()
         .expect("a host started trusting a certificate no CA it knows signed");
     assert!(
@@ -1262,7 +1243,7 @@ async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_re
 
     // A PostgreSQL without TLS, told to require it: refused, not plaintext.
     let plain_pg = postgres();
-    let refused = start_host_on(&plain_pg, &url(&ca, plain_pg.port()))
+    let refused = try_start_host_on(&plain_pg, &url(&ca, plain_pg.port()), &[], &[])
         .err()
         .expect("a host fell back to plaintext");
     assert!(
@@ -1304,7 +1285,7 @@ async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_o
     let pg = postgres();
     let a = start_host(&pg);
     let b_url = format!("{}?application_name=ask-user-b", pg.url());
-    let mut b = start_host_on(&pg, &b_url).unwrap_or_else(|why| panic!("{why}"));
+    let mut b = try_start_host_on(&pg, &b_url, &[], &[]).unwrap_or_else(|why| panic!("{why}"));
     let mut page_b = events(b.origin(), "team").await;
     // B says something first: after its reconnect its own message is not shown twice.
     let post = |origin: &str, text: &str| {
