@@ -50,9 +50,9 @@ pub enum BrowserError {
         /// Why it failed.
         source: std::io::Error,
     },
-    /// chromedriver started but never accepted connections.
-    #[error("chromedriver did not accept connections on 127.0.0.1:{0}")]
-    NotReady(u16),
+    /// chromedriver started but never said which port it listens on.
+    #[error("chromedriver did not say it was listening (\"started successfully on port N\")")]
+    NotReady,
     /// chromedriver refused to open a Chromium session.
     #[error("could not open a headless Chromium session: {0}")]
     Session(#[from] NewSessionError),
@@ -137,20 +137,28 @@ impl Browser {
     /// (e.g. `--lang=en-US`, so the page's interface language is fixed).
     pub async fn launch_with_args(extra_args: &[&str]) -> Result<Self, BrowserError> {
         let path = chromedriver().ok_or(BrowserError::NoDriver)?;
-        let port = crate::free_port();
+        // Port 0: chromedriver binds a port of the kernel's choosing and prints
+        // it. A port picked here and handed over could be taken in between, and
+        // probing it could "connect" to the probe's own socket (TCP
+        // simultaneous open when source and destination port coincide): both
+        // made a session fail with "connection refused" once in a while.
         let mut command = Command::new(&path);
         command
-            .arg(format!("--port={port}"))
+            .arg("--port=0")
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null());
         // Own process group, so Drop can stop Chromium along with chromedriver.
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let driver = command
+        let mut driver = command
             .spawn()
             .map_err(|source| BrowserError::Spawn { path, source })?;
+        let stdout = driver
+            .stdout
+            .take()
+            .expect("chromedriver's stdout is piped");
         let mut browser_driver = DriverGuard(Some(driver));
-        wait_for_port(port).ok_or(BrowserError::NotReady(port))?;
+        let port = listening_port(stdout).ok_or(BrowserError::NotReady)?;
 
         let args: Vec<&str> = CHROMIUM_FLAGS.iter().chain(extra_args).copied().collect();
         let mut options = json!({ "args": args });
@@ -361,15 +369,30 @@ fn chromedriver() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn wait_for_port(port: u16) -> Option<()> {
-    let deadline = Instant::now() + PATIENCE;
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(());
+/// The port chromedriver says it listens on ("ChromeDriver was started
+/// successfully on port N."), read from its stdout within [`PATIENCE`]. A
+/// thread keeps reading its stdout after that, so it never blocks on a full pipe.
+fn listening_port(stdout: std::process::ChildStdout) -> Option<u16> {
+    use std::io::BufRead;
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        for line in lines.by_ref().map_while(Result::ok) {
+            if let Some(port) = started_on_port(&line) {
+                let _ = port_tx.send(port);
+                break;
+            }
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    None
+        lines.for_each(drop);
+    });
+    port_rx.recv_timeout(PATIENCE).ok()
+}
+
+fn started_on_port(line: &str) -> Option<u16> {
+    let (_, rest) = line.split_once("started successfully on port ")?;
+    rest.trim_end_matches(|c: char| !c.is_ascii_digit())
+        .parse()
+        .ok()
 }
 
 /// chromedriver's CDP passthrough (`goog/cdp/execute`).
@@ -453,5 +476,18 @@ mod tests {
     fn severe_messages_of_an_empty_or_odd_response_is_empty() {
         assert!(severe_messages(&json!([])).is_empty());
         assert!(severe_messages(&json!(null)).is_empty());
+    }
+
+    #[test]
+    fn the_port_is_read_from_chromedrivers_started_line_and_from_no_other() {
+        assert_eq!(
+            started_on_port("ChromeDriver was started successfully on port 37869."),
+            Some(37869)
+        );
+        assert_eq!(
+            started_on_port("Starting ChromeDriver 156.0 on port 0"),
+            None
+        );
+        assert_eq!(started_on_port("Only local connections are allowed."), None);
     }
 }
