@@ -1331,3 +1331,71 @@ async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_o
     }
     assert!(b.is_running());
 }
+
+#[tokio::test]
+async fn a_message_that_commits_after_a_later_one_while_a_hosts_connections_are_cut_reaches_its_page()
+ {
+    let pg = postgres();
+    let a = start_host(&pg);
+    let b_url = format!("{}?application_name=ask-user-b", pg.url());
+    let b = try_start_host_on(&pg, &b_url, &[], &[]).unwrap_or_else(|why| panic!("{why}"));
+    let mut page_b = events(b.origin(), "team").await;
+    let psql = |sql: &str| pg.psql(sql).unwrap_or_else(|why| panic!("{why}"));
+    // A writer takes its row's seq when it inserts and is seen when it
+    // commits: this seq is taken now, its row committed only after B has read
+    // a later one and lost its connections.
+    let late_seq: i64 = psql("SELECT nextval('ask_user.messages_seq_seq')")
+        .parse()
+        .expect("a seq");
+    let (status, later) = send(
+        client()
+            .post(format!("{}/api/sessions/team/messages", a.origin()))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "text": "Later seq, committed first" })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{later}");
+    let later_id = later["id"].as_str().expect("the message's id").to_owned();
+    within("B's page to show the later message", async {
+        loop {
+            let frame = page_b.next().await;
+            if frame.event == "message/created" && frame.json()["id"] == json!(later_id) {
+                break;
+            }
+        }
+    })
+    .await;
+    signal("-STOP", b.pid());
+    let cut = psql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE application_name = 'ask-user-b'",
+    );
+    assert!(
+        cut.parse::<u32>().unwrap() >= 2,
+        "B's connections cut: {cut}"
+    );
+    let late_id = format!("{later_id}-late");
+    psql(&format!(
+        "INSERT INTO ask_user.messages (seq, id, session, role, text, at_ms) \
+         VALUES ({late_seq}, '{late_id}', 'team', 'agent', 'Committed late', \
+         (extract(epoch FROM now()) * 1000)::bigint)"
+    ));
+    signal("-CONT", b.pid());
+
+    within("B's page to show the message that committed late", async {
+        loop {
+            let frame = page_b.next().await;
+            if frame.event == "message/created" && frame.json()["id"] == json!(late_id) {
+                break;
+            }
+        }
+    })
+    .await;
+    for host in [&a, &b] {
+        let mut ids = transcript_message_ids(host.origin(), "team").await;
+        ids.sort();
+        let mut expected = [later_id.clone(), late_id.clone()];
+        expected.sort();
+        assert_eq!(ids, expected, "each message once on {}", host.origin());
+    }
+}

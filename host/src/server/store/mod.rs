@@ -17,6 +17,8 @@
 #[cfg(feature = "postgres")]
 pub mod database;
 #[cfg(feature = "postgres")]
+mod message_seqs;
+#[cfg(feature = "postgres")]
 pub mod postgres;
 mod rates;
 pub mod sqlite;

@@ -24,6 +24,7 @@
 //! - Each host looks once a second for hosts that died (their lock gone) and
 //!   detaches their questions; their grace counts from then.
 
+use super::message_seqs::{MAX_GAPS, MessageSeqs, Replay};
 use super::rates::SessionRates;
 use super::sqlite::restorable;
 use super::{
@@ -42,7 +43,7 @@ use ask_user_core::wire::{
 use base64::Engine;
 use futures_util::StreamExt;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -318,10 +319,10 @@ struct Inner {
     full_logged: Mutex<Option<std::time::Instant>>,
     /// `--max-session-write-bytes`, counted by this host alone.
     rates: Mutex<SessionRates>,
-    /// The last message (its `seq`) this host's transcripts are known to
-    /// hold: what the follower replays after is what it may have missed
+    /// The messages (their `seq`s) this host's transcripts are known to
+    /// hold: what the follower replays is what it may have missed
     /// (see [`replay_messages`]).
-    messages_read: AtomicI64,
+    messages_read: Mutex<MessageSeqs>,
 }
 
 /// The record in a PostgreSQL database shared by several hosts.
@@ -402,12 +403,20 @@ impl PostgresStore {
         // Read before the transcripts are: a message written in between is
         // both read and replayed, and shown once (the table skips a message
         // it holds).
-        let messages_read: i64 = writer
+        let recent_seqs: Vec<i64> = writer
             .client
-            .query_one("SELECT coalesce(max(seq), 0) FROM ask_user.messages", &[])
+            .query(
+                "SELECT seq FROM ask_user.messages \
+                 WHERE seq >= (SELECT coalesce(max(seq), 0) FROM ask_user.messages) - $1",
+                &[&(MAX_GAPS as i64)],
+            )
             .await
             .map_err(|e| fail(&e))?
-            .get(0);
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let highest = recent_seqs.iter().copied().max().unwrap_or(0);
+        let messages_read = MessageSeqs::starting_at(highest, recent_seqs);
         let restored = load(&writer.client).await.map_err(|e| fail(&e))?;
         let (ready, _) = watch::channel(false);
         let (recheck, rechecks) = mpsc::unbounded_channel();
@@ -427,7 +436,7 @@ impl PostgresStore {
             max_bytes: limits.max_bytes,
             rates: Mutex::new(SessionRates::new(limits.session_bytes_per_minute)),
             size: AtomicU64::new(0),
-            messages_read: AtomicI64::new(messages_read),
+            messages_read: Mutex::new(messages_read),
             full_logged: Mutex::new(None),
         });
         let listener = listen(&inner).await.map_err(|e| fail(&e))?;
@@ -499,6 +508,15 @@ async fn measure_size(inner: Arc<Inner>) {
 }
 
 impl Inner {
+    fn lock_messages_read(&self) -> std::sync::MutexGuard<'_, MessageSeqs> {
+        self.messages_read.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes the message row `seq` as read (its transcript holds it).
+    fn read_message(&self, seq: i64) {
+        self.lock_messages_read().read(seq);
+    }
+
     /// 429 `TOO_MANY_WRITES` for a new question or message of a session
     /// that wrote its allowance this minute through this host.
     fn too_fast(&self, session: &str, bytes: u64) -> Option<StoreError> {
@@ -1416,7 +1434,7 @@ async fn apply_notifications(
                 .strip_prefix('m')
                 .and_then(|s| s.parse().ok())
             {
-                inner.messages_read.fetch_max(seq, Ordering::AcqRel);
+                inner.read_message(seq);
             }
             continue;
         }
@@ -1473,9 +1491,7 @@ use message_columns;
 /// the last as read.
 fn post_messages(inner: &Inner, pending: &Arc<dyn FollowingTable>, rows: &[Row]) {
     for row in rows {
-        inner
-            .messages_read
-            .fetch_max(row.get::<_, i64>(0), Ordering::AcqRel);
+        inner.read_message(row.get(0));
         let session: String = row.get(1);
         let role = match row.get::<_, &str>(3) {
             "user" => Role::User,
@@ -1500,8 +1516,9 @@ fn post_messages(inner: &Inner, pending: &Arc<dyn FollowingTable>, rows: &[Row])
 const REPLAY_PAGE: i64 = 500;
 
 /// After a (re)connect: the messages written since the last this host read,
-/// which no notification brought while its follower was away (a message
-/// this host wrote itself is among them; the table shows it once).
+/// and those below it it has not read (they committed late), which no
+/// notification brought while its follower was away (a message this host
+/// wrote itself may be among them; the table shows it once).
 async fn replay_messages(
     inner: &Inner,
     conn: &mut Prepared<'_>,
@@ -1511,14 +1528,14 @@ async fn replay_messages(
         .get(concat!(
             "SELECT ",
             message_columns!(),
-            " FROM ask_user.messages WHERE seq > $1 ORDER BY seq LIMIT $2"
+            " FROM ask_user.messages WHERE seq = ANY($1) OR seq > $2 ORDER BY seq LIMIT $3"
         ))
         .await?;
     loop {
-        let after = inner.messages_read.load(Ordering::Acquire);
+        let Replay { gaps, after } = inner.lock_messages_read().replay();
         let rows = conn
             .client
-            .query(&statement, &[&after, &REPLAY_PAGE])
+            .query(&statement, &[&gaps, &after, &REPLAY_PAGE])
             .await?;
         post_messages(inner, pending, &rows);
         if (rows.len() as i64) < REPLAY_PAGE {
