@@ -1488,7 +1488,7 @@ macro_rules! message_columns {
 use message_columns;
 
 /// Gives `pending` the messages of `rows` ([`message_columns`]) and notes
-/// the last as read.
+/// each as read.
 fn post_messages(inner: &Inner, pending: &Arc<dyn FollowingTable>, rows: &[Row]) {
     for row in rows {
         inner.read_message(row.get(0));
