@@ -1279,25 +1279,18 @@ async fn transcript_message_ids(origin: &str, session: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_once_it_reconnects()
-{
-    let pg = postgres();
-    let a = start_host(&pg);
+/// Host B (its connections named `ask-user-b` in `pg_stat_activity`) beside
+/// host A, on one database.
+fn hosts_a_and_b(pg: &PostgresServer) -> (HostProcess, HostProcess) {
+    let a = start_host(pg);
     let b_url = format!("{}?application_name=ask-user-b", pg.url());
-    let mut b = try_start_host_on(&pg, &b_url, &[], &[]).unwrap_or_else(|why| panic!("{why}"));
-    let mut page_b = events(b.origin(), "team").await;
-    // B says something first: after its reconnect its own message is not shown twice.
-    let post = |origin: &str, text: &str| {
-        client()
-            .post(format!("{origin}/api/sessions/team/messages"))
-            .bearer_auth(TOKEN)
-            .json(&json!({ "text": text }))
-    };
-    let (status, own) = send(post(b.origin(), "From B")).await;
-    assert_eq!(status, StatusCode::OK, "{own}");
-    // B is frozen, its connections to the database cut; A writes a message
-    // no notification can bring B; B wakes and reconnects.
+    let b = try_start_host_on(pg, &b_url, &[], &[]).unwrap_or_else(|why| panic!("{why}"));
+    (a, b)
+}
+
+/// Freezes host B and cuts its connections to the database: nothing
+/// notified from now on reaches it. `SIGCONT` wakes it to reconnect.
+fn freeze_and_cut(pg: &PostgresServer, b: &HostProcess) {
     signal("-STOP", b.pid());
     let cut = pg
         .psql(
@@ -1309,26 +1302,68 @@ async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_o
         cut.parse::<u32>().unwrap() >= 2,
         "B's connections cut: {cut}"
     );
-    let (status, missed) = send(post(a.origin(), "Written while B was away")).await;
-    assert_eq!(status, StatusCode::OK, "{missed}");
-    let missed_id = missed["id"].as_str().expect("the message's id").to_owned();
-    signal("-CONT", b.pid());
+}
 
-    // B's page is told, and B's transcript holds each message once.
-    within("B's page to show the missed message", async {
+/// Posts `text` to session `team` through `origin`; the message's id.
+async fn post_message(origin: &str, text: &str) -> String {
+    let (status, posted) = send(
+        client()
+            .post(format!("{origin}/api/sessions/team/messages"))
+            .bearer_auth(TOKEN)
+            .json(&json!({ "text": text })),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{posted}");
+    posted["id"].as_str().expect("the message's id").to_owned()
+}
+
+/// That the transcript of session `team` on each host holds the messages
+/// `ids`, each once.
+async fn each_holds_once(hosts: &[&HostProcess], ids: &[&str]) {
+    let mut expected = ids.to_vec();
+    expected.sort_unstable();
+    for host in hosts {
+        let mut held = transcript_message_ids(host.origin(), "team").await;
+        held.sort_unstable();
+        assert_eq!(held, expected, "on {}", host.origin());
+    }
+}
+
+/// Waits until `page` is told of the message `id`.
+async fn until_message_shown(page: &mut EventStream, id: &str, what: &str) {
+    within(what, async {
         loop {
-            let frame = page_b.next().await;
-            if frame.event == "message/created" && frame.json()["id"] == json!(missed_id) {
+            let frame = page.next().await;
+            if frame.event == "message/created" && frame.json()["id"] == json!(id) {
                 break;
             }
         }
     })
     .await;
-    let own_id = own["id"].as_str().expect("the message's id");
-    for host in [&a, &b] {
-        let ids = transcript_message_ids(host.origin(), "team").await;
-        assert_eq!(ids, [own_id, missed_id.as_str()], "on {}", host.origin());
-    }
+}
+
+#[tokio::test]
+async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_once_it_reconnects()
+{
+    let pg = postgres();
+    let (a, mut b) = hosts_a_and_b(&pg);
+    let mut page_b = events(b.origin(), "team").await;
+    // B says something first: after its reconnect its own message is not shown twice.
+    let own_id = post_message(b.origin(), "From B").await;
+    // B is frozen, its connections to the database cut; A writes a message
+    // no notification can bring B; B wakes and reconnects.
+    freeze_and_cut(&pg, &b);
+    let missed_id = post_message(a.origin(), "Written while B was away").await;
+    signal("-CONT", b.pid());
+
+    // B's page is told, and B's transcript holds each message once.
+    until_message_shown(
+        &mut page_b,
+        &missed_id,
+        "B's page to show the missed message",
+    )
+    .await;
+    each_holds_once(&[&a, &b], &[&own_id, &missed_id]).await;
     assert!(b.is_running());
 }
 
@@ -1336,9 +1371,7 @@ async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_o
 async fn a_message_that_commits_after_a_later_one_while_a_hosts_connections_are_cut_reaches_its_page()
  {
     let pg = postgres();
-    let a = start_host(&pg);
-    let b_url = format!("{}?application_name=ask-user-b", pg.url());
-    let b = try_start_host_on(&pg, &b_url, &[], &[]).unwrap_or_else(|why| panic!("{why}"));
+    let (a, b) = hosts_a_and_b(&pg);
     let mut page_b = events(b.origin(), "team").await;
     let psql = |sql: &str| pg.psql(sql).unwrap_or_else(|why| panic!("{why}"));
     // A writer takes its row's seq when it inserts and is seen when it
@@ -1347,33 +1380,9 @@ async fn a_message_that_commits_after_a_later_one_while_a_hosts_connections_are_
     let late_seq: i64 = psql("SELECT nextval('ask_user.messages_seq_seq')")
         .parse()
         .expect("a seq");
-    let (status, later) = send(
-        client()
-            .post(format!("{}/api/sessions/team/messages", a.origin()))
-            .bearer_auth(TOKEN)
-            .json(&json!({ "text": "Later seq, committed first" })),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{later}");
-    let later_id = later["id"].as_str().expect("the message's id").to_owned();
-    within("B's page to show the later message", async {
-        loop {
-            let frame = page_b.next().await;
-            if frame.event == "message/created" && frame.json()["id"] == json!(later_id) {
-                break;
-            }
-        }
-    })
-    .await;
-    signal("-STOP", b.pid());
-    let cut = psql(
-        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
-         WHERE application_name = 'ask-user-b'",
-    );
-    assert!(
-        cut.parse::<u32>().unwrap() >= 2,
-        "B's connections cut: {cut}"
-    );
+    let later_id = post_message(a.origin(), "Later seq, committed first").await;
+    until_message_shown(&mut page_b, &later_id, "B's page to show the later message").await;
+    freeze_and_cut(&pg, &b);
     let late_id = format!("{later_id}-late");
     psql(&format!(
         "INSERT INTO ask_user.messages (seq, id, session, role, text, at_ms) \
@@ -1382,20 +1391,11 @@ async fn a_message_that_commits_after_a_later_one_while_a_hosts_connections_are_
     ));
     signal("-CONT", b.pid());
 
-    within("B's page to show the message that committed late", async {
-        loop {
-            let frame = page_b.next().await;
-            if frame.event == "message/created" && frame.json()["id"] == json!(late_id) {
-                break;
-            }
-        }
-    })
+    until_message_shown(
+        &mut page_b,
+        &late_id,
+        "B's page to show the message that committed late",
+    )
     .await;
-    for host in [&a, &b] {
-        let mut ids = transcript_message_ids(host.origin(), "team").await;
-        ids.sort();
-        let mut expected = [later_id.clone(), late_id.clone()];
-        expected.sort();
-        assert_eq!(ids, expected, "each message once on {}", host.origin());
-    }
+    each_holds_once(&[&a, &b], &[&later_id, &late_id]).await;
 }
