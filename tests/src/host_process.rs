@@ -249,14 +249,20 @@ impl HostProcess {
         matches!(self.child.try_wait(), Ok(None))
     }
 
-    /// Sends SIGTERM (through `kill`, as a service manager would) and waits
-    /// up to `patience` for the exit; `None` if it is still running then.
-    pub fn terminate(&mut self, patience: Duration) -> Option<ExitStatus> {
+    /// Sends `signal` (`-TERM`, `-STOP`, `-CONT`, …) through `kill`, as a
+    /// service manager or an operator would.
+    pub fn signal(&self, signal: &str) {
         let sent = Command::new("kill")
-            .args(["-TERM", &self.pid().to_string()])
+            .args([signal, &self.pid().to_string()])
             .status()
             .expect("run kill");
-        assert!(sent.success(), "kill -TERM {}", self.pid());
+        assert!(sent.success(), "kill {signal} {}", self.pid());
+    }
+
+    /// Sends SIGTERM and waits up to `patience` for the exit; `None` if it is
+    /// still running then.
+    pub fn terminate(&mut self, patience: Duration) -> Option<ExitStatus> {
+        self.signal("-TERM");
         let deadline = Instant::now() + patience;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {

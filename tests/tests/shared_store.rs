@@ -1252,15 +1252,6 @@ async fn a_host_reaches_its_postgresql_over_tls_verifying_its_certificate_and_re
     );
 }
 
-/// `kill -SIGNAL pid`.
-fn signal(signal: &str, pid: u32) {
-    let status = std::process::Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(status.success(), "kill {signal} {pid}");
-}
-
 /// The ids of the messages in `session`'s transcript on `origin`.
 async fn transcript_message_ids(origin: &str, session: &str) -> Vec<String> {
     let (status, transcript) = send(
@@ -1291,7 +1282,7 @@ fn hosts_a_and_b(pg: &PostgresServer) -> (HostProcess, HostProcess) {
 /// Freezes host B and cuts its connections to the database: nothing
 /// notified from now on reaches it. `SIGCONT` wakes it to reconnect.
 fn freeze_and_cut(pg: &PostgresServer, b: &HostProcess) {
-    signal("-STOP", b.pid());
+    b.signal("-STOP");
     let cut = pg
         .psql(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
@@ -1354,7 +1345,7 @@ async fn a_message_written_while_a_hosts_connections_were_cut_reaches_its_page_o
     // no notification can bring B; B wakes and reconnects.
     freeze_and_cut(&pg, &b);
     let missed_id = post_message(a.origin(), "Written while B was away").await;
-    signal("-CONT", b.pid());
+    b.signal("-CONT");
 
     // B's page is told, and B's transcript holds each message once.
     until_message_shown(
@@ -1389,7 +1380,7 @@ async fn a_message_that_commits_after_a_later_one_while_a_hosts_connections_are_
          VALUES ({late_seq}, '{late_id}', 'team', 'agent', 'Committed late', \
          (extract(epoch FROM now()) * 1000)::bigint)"
     ));
-    signal("-CONT", b.pid());
+    b.signal("-CONT");
 
     until_message_shown(
         &mut page_b,
